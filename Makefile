@@ -1,0 +1,55 @@
+# dsched's front door. `make run` and `make test` are the README's two commands; both set up first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PY     := $(BIN)/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup proto proto-check lint typecheck test test-fast run standalone bench buf-lint check clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+proto: setup
+	PY=$(PY) scripts/genproto
+
+# CI: regenerating must reproduce the committed code byte for byte.
+proto-check: proto
+	git diff --exit-code -- clients/python/dsched/v1 || (echo "generated code is stale: run make proto" >&2; exit 1)
+	test -z "$$(git status --porcelain -- clients/python/dsched/v1)" || (echo "untracked generated files" >&2; exit 1)
+
+buf-lint:
+	scripts/buf lint
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+typecheck: setup
+	$(BIN)/mypy clients/python/dsched tests
+
+test: setup
+	scripts/test
+
+test-fast: setup
+	$(BIN)/pytest -q -x tests/unit
+
+check: lint typecheck proto-check buf-lint test
+
+run: setup
+	scripts/demo
+
+standalone: setup
+	$(BIN)/dsched standalone
+
+bench: setup
+	$(PY) -m tests.bench.run
+
+clean:
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache

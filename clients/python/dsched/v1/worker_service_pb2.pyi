@@ -1,0 +1,106 @@
+import datetime
+
+from dsched.v1 import enums_pb2 as _enums_pb2
+from dsched.v1 import resources_pb2 as _resources_pb2
+from google.protobuf import duration_pb2 as _duration_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class TaskExecution(_message.Message):
+    __slots__ = ("task_instance_id", "attempt", "workflow_instance_id", "workflow_code", "workflow_version", "task_name", "idempotency_key", "params", "timeout", "timeout_strategy", "dry_run", "owner_address", "owner_epoch", "submit_time", "shell")
+    class ParamsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    TASK_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_CODE_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_VERSION_FIELD_NUMBER: _ClassVar[int]
+    TASK_NAME_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_STRATEGY_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    OWNER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    OWNER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    SUBMIT_TIME_FIELD_NUMBER: _ClassVar[int]
+    SHELL_FIELD_NUMBER: _ClassVar[int]
+    task_instance_id: int
+    attempt: int
+    workflow_instance_id: int
+    workflow_code: int
+    workflow_version: int
+    task_name: str
+    idempotency_key: str
+    params: _containers.ScalarMap[str, str]
+    timeout: _duration_pb2.Duration
+    timeout_strategy: _enums_pb2.TimeoutStrategy
+    dry_run: bool
+    owner_address: str
+    owner_epoch: int
+    submit_time: _timestamp_pb2.Timestamp
+    shell: _resources_pb2.ShellTask
+    def __init__(self, task_instance_id: _Optional[int] = ..., attempt: _Optional[int] = ..., workflow_instance_id: _Optional[int] = ..., workflow_code: _Optional[int] = ..., workflow_version: _Optional[int] = ..., task_name: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., timeout_strategy: _Optional[_Union[_enums_pb2.TimeoutStrategy, str]] = ..., dry_run: _Optional[bool] = ..., owner_address: _Optional[str] = ..., owner_epoch: _Optional[int] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shell: _Optional[_Union[_resources_pb2.ShellTask, _Mapping]] = ...) -> None: ...
+
+class DispatchTaskRequest(_message.Message):
+    __slots__ = ("task",)
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    task: TaskExecution
+    def __init__(self, task: _Optional[_Union[TaskExecution, _Mapping]] = ...) -> None: ...
+
+class DispatchTaskResponse(_message.Message):
+    __slots__ = ("outcome", "worker_epoch", "log_path", "reason")
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    WORKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    LOG_PATH_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    outcome: _enums_pb2.DispatchOutcome
+    worker_epoch: int
+    log_path: str
+    reason: str
+    def __init__(self, outcome: _Optional[_Union[_enums_pb2.DispatchOutcome, str]] = ..., worker_epoch: _Optional[int] = ..., log_path: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class KillTaskRequest(_message.Message):
+    __slots__ = ("task_instance_id", "attempt", "reason")
+    TASK_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    task_instance_id: int
+    attempt: int
+    reason: str
+    def __init__(self, task_instance_id: _Optional[int] = ..., attempt: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class KillTaskResponse(_message.Message):
+    __slots__ = ("found",)
+    FOUND_FIELD_NUMBER: _ClassVar[int]
+    found: bool
+    def __init__(self, found: _Optional[bool] = ...) -> None: ...
+
+class TakeOverTaskRequest(_message.Message):
+    __slots__ = ("task_instance_id", "attempt", "owner_address", "owner_epoch")
+    TASK_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    OWNER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    OWNER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    task_instance_id: int
+    attempt: int
+    owner_address: str
+    owner_epoch: int
+    def __init__(self, task_instance_id: _Optional[int] = ..., attempt: _Optional[int] = ..., owner_address: _Optional[str] = ..., owner_epoch: _Optional[int] = ...) -> None: ...
+
+class TakeOverTaskResponse(_message.Message):
+    __slots__ = ("found",)
+    FOUND_FIELD_NUMBER: _ClassVar[int]
+    found: bool
+    def __init__(self, found: _Optional[bool] = ...) -> None: ...
