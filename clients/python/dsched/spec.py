@@ -1,0 +1,265 @@
+"""Workflow definitions as plain values, and their validation.
+
+The SDK validates a workflow with :func:`validate_workflow` before any RPC, and the server validates every
+definition it receives with the same function, so both sides agree on what a valid DAG is. Field paths in
+violations use the proto field names (``workflow.tasks[2].upstream_tasks``), so they read the same in an
+SDK exception and in a grpcurl error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from dsched.errors import FieldViolation, InvalidWorkflow
+from dsched.options import Priority, TimeoutStrategy
+
+# Limits. They bound memory and work per request (a hostile client cannot make the master build a
+# million-node graph) and stay far above what a hand-written pipeline needs.
+MAX_NAME_LENGTH = 64
+MAX_DESCRIPTION_LENGTH = 1024
+MAX_TASKS = 2000
+MAX_EDGES = 20000
+MAX_UPSTREAMS_PER_TASK = 1000
+MAX_SCRIPT_BYTES = 256 * 1024
+MAX_PARAMS = 256
+MAX_PARAM_NAME_LENGTH = 128
+MAX_PARAM_VALUE_BYTES = 64 * 1024
+MAX_RETRIES = 100
+MAX_RETRY_INTERVAL = timedelta(hours=24)
+MAX_DELAY = timedelta(hours=24)
+MAX_TIMEOUT = timedelta(days=7)
+MAX_WORKER_GROUP_LENGTH = 64
+
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+PARAM_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# C0 controls except tab, newline and carriage return, plus DEL.
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShellSpec:
+    """A bash script (see ``ShellTask`` in the proto for how parameters reach it)."""
+
+    script: str
+
+
+TaskKind = ShellSpec
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskSpec:
+    """One task of a workflow definition."""
+
+    name: str
+    kind: TaskKind | None
+    description: str = ""
+    upstream: tuple[str, ...] = ()
+    priority: Priority = Priority.MEDIUM
+    worker_group: str = ""
+    retries: int = 0
+    retry_interval: timedelta = timedelta(0)
+    timeout: timedelta = timedelta(0)
+    timeout_strategy: TimeoutStrategy = TimeoutStrategy.FAIL
+    delay: timedelta = timedelta(0)
+    params: Mapping[str, str] = field(default_factory=dict)
+    disabled: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkflowSpec:
+    """A workflow definition as the user wrote it (no server-assigned code or version)."""
+
+    project: str
+    name: str
+    tasks: tuple[TaskSpec, ...]
+    description: str = ""
+    params: Mapping[str, str] = field(default_factory=dict)
+
+
+def name_violation(path: str, value: str, what: str = "name") -> FieldViolation | None:
+    """Checks a project, workflow or task name; returns a violation or None."""
+    if not value:
+        return FieldViolation(path, f"{what} must not be empty")
+    if len(value) > MAX_NAME_LENGTH:
+        return FieldViolation(path, f"{what} is longer than {MAX_NAME_LENGTH} characters")
+    if not NAME_RE.match(value):
+        return FieldViolation(
+            path,
+            f"{what} {value!r} must start with a letter or digit and contain only letters, "
+            "digits, '.', '_' and '-'",
+        )
+    return None
+
+
+def text_violation(path: str, value: str, limit: int) -> FieldViolation | None:
+    """Checks free text: a length limit and no control characters other than tab and newlines."""
+    if len(value) > limit:
+        return FieldViolation(path, f"longer than {limit} characters")
+    if _CONTROL_RE.search(value):
+        return FieldViolation(path, "contains control characters")
+    return None
+
+
+def params_violations(path: str, params: Mapping[str, str]) -> list[FieldViolation]:
+    """Checks a parameter map: names are shell identifiers, values bounded and free of controls."""
+    out: list[FieldViolation] = []
+    if len(params) > MAX_PARAMS:
+        out.append(FieldViolation(path, f"more than {MAX_PARAMS} parameters"))
+        return out
+    for key, value in params.items():
+        if len(key) > MAX_PARAM_NAME_LENGTH or not PARAM_NAME_RE.match(key):
+            out.append(
+                FieldViolation(f"{path}[{key!r}]", "parameter names must be shell identifiers")
+            )
+        elif key.upper().startswith("DSCHED_"):
+            out.append(FieldViolation(f"{path}[{key!r}]", "the DSCHED_ prefix is reserved"))
+        if len(value.encode()) > MAX_PARAM_VALUE_BYTES:
+            out.append(FieldViolation(f"{path}[{key!r}]", "value is larger than 64 KiB"))
+        elif "\x00" in value:
+            out.append(FieldViolation(f"{path}[{key!r}]", "value contains a NUL character"))
+    return out
+
+
+def _duration_violation(path: str, value: timedelta, limit: timedelta) -> FieldViolation | None:
+    if value < timedelta(0):
+        return FieldViolation(path, "must not be negative")
+    if value > limit:
+        return FieldViolation(path, f"must be at most {limit}")
+    return None
+
+
+def _task_violations(path: str, task: TaskSpec) -> list[FieldViolation]:
+    found: list[FieldViolation | None] = [
+        name_violation(f"{path}.name", task.name, "task name"),
+        text_violation(f"{path}.description", task.description, MAX_DESCRIPTION_LENGTH),
+        _duration_violation(f"{path}.retry_interval", task.retry_interval, MAX_RETRY_INTERVAL),
+        _duration_violation(f"{path}.timeout", task.timeout, MAX_TIMEOUT),
+        _duration_violation(f"{path}.delay", task.delay, MAX_DELAY),
+    ]
+    if not 0 <= task.retries <= MAX_RETRIES:
+        found.append(FieldViolation(f"{path}.retries", f"must be between 0 and {MAX_RETRIES}"))
+    if task.worker_group:
+        found.append(name_violation(f"{path}.worker_group", task.worker_group, "worker group"))
+    if task.kind is None:
+        found.append(FieldViolation(f"{path}.kind", "a task type (e.g. shell) is required"))
+    elif isinstance(task.kind, ShellSpec):
+        script = task.kind.script
+        if not script.strip():
+            found.append(FieldViolation(f"{path}.shell.script", "must not be empty"))
+        elif len(script.encode()) > MAX_SCRIPT_BYTES:
+            found.append(FieldViolation(f"{path}.shell.script", "is larger than 256 KiB"))
+        elif "\x00" in script:
+            found.append(FieldViolation(f"{path}.shell.script", "contains a NUL character"))
+    if len(task.upstream) > MAX_UPSTREAMS_PER_TASK:
+        found.append(FieldViolation(f"{path}.upstream_tasks", "too many upstream tasks"))
+    out = [v for v in found if v is not None]
+    out.extend(params_violations(f"{path}.params", task.params))
+    return out
+
+
+def find_cycle(edges: Mapping[str, Iterable[str]]) -> list[str] | None:
+    """Returns one cycle as a closed path ``[a, b, ..., a]``, or None if the graph is acyclic.
+
+    ``edges`` maps each node to its upstream nodes. Iterative (no recursion limit on deep chains).
+    """
+    white, grey, black = 0, 1, 2
+    color = dict.fromkeys(edges, white)
+    for root in edges:
+        if color[root] != white:
+            continue
+        stack: list[tuple[str, list[str]]] = [(root, list(edges[root]))]
+        color[root] = grey
+        while stack:
+            node, pending = stack[-1]
+            if not pending:
+                color[node] = black
+                stack.pop()
+                continue
+            nxt = pending.pop()
+            state = color.get(nxt, black)
+            if state == grey:
+                path = [n for n, _ in stack]
+                cycle = [*path[path.index(nxt) :], nxt]
+                cycle.reverse()  # report in execution order: upstream first
+                return cycle
+            if state == white:
+                color[nxt] = grey
+                stack.append((nxt, list(edges[nxt])))
+    return None
+
+
+def _graph_violations(tasks: tuple[TaskSpec, ...]) -> tuple[list[FieldViolation], bool]:
+    """Checks names are unique and edges point at known tasks, then looks for a cycle."""
+    out: list[FieldViolation] = []
+    index: dict[str, int] = {}
+    for i, task in enumerate(tasks):
+        if task.name in index:
+            out.append(
+                FieldViolation(f"workflow.tasks[{i}].name", f"duplicate task name {task.name!r}")
+            )
+        else:
+            index[task.name] = i
+    edge_count = 0
+    for i, task in enumerate(tasks):
+        seen: set[str] = set()
+        for up in task.upstream:
+            edge_count += 1
+            path = f"workflow.tasks[{i}].upstream_tasks"
+            if up == task.name:
+                out.append(FieldViolation(path, f"task {task.name!r} depends on itself"))
+            elif up not in index:
+                out.append(FieldViolation(path, f"unknown upstream task {up!r}"))
+            elif up in seen:
+                out.append(FieldViolation(path, f"upstream task {up!r} listed twice"))
+            seen.add(up)
+    if edge_count > MAX_EDGES:
+        out.append(FieldViolation("workflow.tasks", f"more than {MAX_EDGES} edges"))
+    if out:
+        return out, False
+    cycle = find_cycle({t.name: t.upstream for t in tasks})
+    if cycle is None:
+        return out, False
+    where = index[cycle[1]]
+    out.append(
+        FieldViolation(
+            f"workflow.tasks[{where}].upstream_tasks", "cycle: " + " -> ".join(cycle)
+        )
+    )
+    return out, True
+
+
+def validate_workflow(spec: WorkflowSpec) -> tuple[list[FieldViolation], bool]:
+    """Returns every violation of ``spec`` and whether one of them is a cycle."""
+    found: list[FieldViolation | None] = [
+        name_violation("workflow.project", spec.project, "project name"),
+        name_violation("workflow.name", spec.name, "workflow name"),
+        text_violation("workflow.description", spec.description, MAX_DESCRIPTION_LENGTH),
+    ]
+    out = [v for v in found if v is not None]
+    out.extend(params_violations("workflow.params", spec.params))
+    if not spec.tasks:
+        out.append(FieldViolation("workflow.tasks", "a workflow needs at least one task"))
+        return out, False
+    if len(spec.tasks) > MAX_TASKS:
+        out.append(FieldViolation("workflow.tasks", f"more than {MAX_TASKS} tasks"))
+        return out, False
+    for i, task in enumerate(spec.tasks):
+        out.extend(_task_violations(f"workflow.tasks[{i}]", task))
+    graph, cyclic = _graph_violations(spec.tasks)
+    out.extend(graph)
+    return out, cyclic
+
+
+def check_workflow(spec: WorkflowSpec) -> None:
+    """Raises :class:`InvalidWorkflow` (reason CYCLE_DETECTED for a cycle) if ``spec`` is invalid."""
+    violations, cyclic = validate_workflow(spec)
+    if violations:
+        raise InvalidWorkflow(
+            f"workflow {spec.name!r} is invalid",
+            reason="CYCLE_DETECTED" if cyclic else "INVALID_WORKFLOW",
+            metadata={"project": spec.project, "workflow": spec.name},
+            violations=violations,
+        )

@@ -1,0 +1,65 @@
+"""Workflow and task instance states.
+
+The values are the proto enum names without their prefix (``WORKFLOW_INSTANCE_STATE_RUNNING`` ->
+``"RUNNING"``). They are persisted in the metadata store, so they are permanent.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class WorkflowState(StrEnum):
+    SUBMITTED = "SUBMITTED"
+    RUNNING = "RUNNING"
+    READY_PAUSE = "READY_PAUSE"
+    PAUSED = "PAUSED"
+    READY_STOP = "READY_STOP"
+    STOPPED = "STOPPED"
+    FAILED = "FAILED"
+    SUCCEEDED = "SUCCEEDED"
+    SERIAL_WAIT = "SERIAL_WAIT"
+    WAIT_TO_RUN = "WAIT_TO_RUN"
+    FAILOVER = "FAILOVER"
+
+    @property
+    def terminal(self) -> bool:
+        """True for the states an instance rests in until a user acts (or forever)."""
+        return self in WORKFLOW_TERMINAL
+
+
+class TaskState(StrEnum):
+    SUBMITTED = "SUBMITTED"
+    DELAY_EXECUTION = "DELAY_EXECUTION"
+    DISPATCHED = "DISPATCHED"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    KILLED = "KILLED"
+    PAUSED = "PAUSED"
+    NEED_FAULT_TOLERANCE = "NEED_FAULT_TOLERANCE"
+    FORCED_SUCCESS = "FORCED_SUCCESS"
+
+    @property
+    def terminal(self) -> bool:
+        """True once the attempt can change no more (except FAILED/KILLED -> FORCED_SUCCESS)."""
+        return self in TASK_TERMINAL
+
+    @property
+    def successful(self) -> bool:
+        return self in (TaskState.SUCCEEDED, TaskState.FORCED_SUCCESS)
+
+
+WORKFLOW_TERMINAL = frozenset(
+    {WorkflowState.PAUSED, WorkflowState.STOPPED, WorkflowState.FAILED, WorkflowState.SUCCEEDED}
+)
+TASK_TERMINAL = frozenset(
+    {
+        TaskState.SUCCEEDED,
+        TaskState.FAILED,
+        TaskState.KILLED,
+        TaskState.PAUSED,
+        TaskState.NEED_FAULT_TOLERANCE,
+        TaskState.FORCED_SUCCESS,
+    }
+)

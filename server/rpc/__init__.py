@@ -1,0 +1,1 @@
+"""gRPC plumbing shared by masters and workers: serving, rich errors, channels."""

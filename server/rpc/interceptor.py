@@ -1,0 +1,108 @@
+"""The one place where server-side exceptions become gRPC statuses.
+
+Handlers raise :class:`dsched.errors.DschedError` subclasses; this interceptor turns them into a
+``google.rpc.Status`` with ``ErrorInfo`` (and ``BadRequest`` for invalid input). Any other exception is a
+bug: it is logged with its traceback and answered with INTERNAL, without leaking internals to the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+from grpc import aio
+
+from dsched.errors import DschedError, Internal
+from dsched.server.rpc.status import to_grpc_status
+
+log = logging.getLogger(__name__)
+
+Handler = grpc.RpcMethodHandler
+
+
+async def _abort(context: aio.ServicerContext[Any, Any], method: str, exc: Exception) -> None:
+    if isinstance(exc, DschedError):
+        err = exc
+    else:
+        log.exception("unhandled error in %s", method, exc_info=exc)
+        err = Internal("internal error", reason="INTERNAL", metadata={"method": method})
+    await context.abort_with_status(to_grpc_status(err))
+
+
+class ErrorInterceptor(aio.ServerInterceptor):
+    """Wraps every handler so that exceptions reach the caller as rich statuses."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Handler | None]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Handler | None:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return None
+        method: str = handler_call_details.method
+        if handler.unary_unary is not None:
+            return _wrap_unary(handler, method)
+        if handler.unary_stream is not None:
+            return _wrap_unary_stream(handler, method)
+        if handler.stream_stream is not None:
+            return _wrap_stream_stream(handler, method)
+        return handler  # stream-unary: dsched has none
+
+
+def _wrap_unary(handler: Handler, method: str) -> Handler:
+    inner = handler.unary_unary
+
+    async def call(request: Any, context: aio.ServicerContext[Any, Any]) -> Any:
+        try:
+            return await inner(request, context)
+        except aio.AbortError:
+            raise
+        except Exception as exc:  # the one catch-all: every error is mapped to a status here
+            await _abort(context, method, exc)
+
+    return grpc.unary_unary_rpc_method_handler(
+        call,
+        request_deserializer=handler.request_deserializer,
+        response_serializer=handler.response_serializer,
+    )
+
+
+def _wrap_unary_stream(handler: Handler, method: str) -> Handler:
+    inner = handler.unary_stream
+
+    async def call(request: Any, context: aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
+        try:
+            async for item in inner(request, context):
+                yield item
+        except aio.AbortError:
+            raise
+        except Exception as exc:  # mapped to a status, see module docstring
+            await _abort(context, method, exc)
+
+    return grpc.unary_stream_rpc_method_handler(
+        call,
+        request_deserializer=handler.request_deserializer,
+        response_serializer=handler.response_serializer,
+    )
+
+
+def _wrap_stream_stream(handler: Handler, method: str) -> Handler:
+    inner = handler.stream_stream
+
+    async def call(requests: Any, context: aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
+        try:
+            async for item in inner(requests, context):
+                yield item
+        except aio.AbortError:
+            raise
+        except Exception as exc:  # mapped to a status, see module docstring
+            await _abort(context, method, exc)
+
+    return grpc.stream_stream_rpc_method_handler(
+        call,
+        request_deserializer=handler.request_deserializer,
+        response_serializer=handler.response_serializer,
+    )
