@@ -1,0 +1,48 @@
+"""Retry timing as one small value object (exponential back-off with jitter and an optional deadline).
+
+Call sites iterate over :meth:`Backoff.delays` instead of writing their own retry loops::
+
+    for delay in backoff.delays():
+        try:
+            return await call()
+        except Unavailable:
+            await asyncio.sleep(delay)
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Backoff:
+    """Delays of ``initial * multiplier**n`` capped at ``maximum``, each spread by ``±jitter``.
+
+    ``deadline`` bounds the sum of the delays (None: unbounded); ``attempts`` bounds their number.
+    """
+
+    initial: float = 0.05
+    maximum: float = 5.0
+    multiplier: float = 2.0
+    jitter: float = 0.2
+    deadline: float | None = None
+    attempts: int | None = None
+
+    def delays(self, rng: random.Random | None = None) -> Iterator[float]:
+        """Yields the successive delays in seconds; stops at the deadline or attempt limit."""
+        pick = rng or random.Random()
+        base = self.initial
+        total = 0.0
+        count = 0
+        while self.attempts is None or count < self.attempts:
+            delay = base * (1 + self.jitter * (2 * pick.random() - 1))
+            if self.deadline is not None:
+                if total >= self.deadline:
+                    return
+                delay = min(delay, self.deadline - total)
+            total += delay
+            count += 1
+            yield delay
+            base = min(base * self.multiplier, self.maximum)
