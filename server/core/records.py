@@ -1,0 +1,148 @@
+"""Records of the metadata the master works with: plain frozen dataclasses.
+
+The store returns these and the engine and API consume them; ORM rows and pb2 messages never travel
+through business logic (DESIGN.md §8.2). Times are timezone-aware UTC datetimes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Generic, TypeVar
+
+from dsched.options import CommandType, FailureStrategy, Priority, ReleaseState, TaskDependType
+from dsched.spec import WorkflowSpec
+from dsched.states import TaskState, WorkflowState
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProjectRecord:
+    id: int
+    name: str
+    description: str
+    create_time: datetime
+    update_time: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkflowRecord:
+    """One version of a workflow definition."""
+
+    id: int  # the workflow's stable code
+    project: str
+    spec: WorkflowSpec
+    version: int
+    release_state: ReleaseState
+    create_time: datetime
+    update_time: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkflowVersionRecord:
+    version: int
+    description: str
+    task_count: int
+    create_time: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunScope:
+    """Which tasks a run covers: start tasks (empty = all) extended by the depend type."""
+
+    start_tasks: tuple[str, ...] = ()
+    depend_type: TaskDependType = TaskDependType.TASK_POST
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunOptions:
+    """What a client chose when starting a run."""
+
+    params: Mapping[str, str] = field(default_factory=dict)
+    scope: RunScope = RunScope()
+    failure_strategy: FailureStrategy = FailureStrategy.CONTINUE
+    priority: Priority = Priority.MEDIUM
+    worker_group: str = ""
+    dry_run: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InstanceRecord:
+    """A workflow instance."""
+
+    id: int
+    project: str
+    workflow: str
+    workflow_code: int
+    workflow_version: int
+    state: WorkflowState
+    command_type: CommandType
+    options: RunOptions
+    run_scope: RunScope  # the scope of the current run (execute-from-task narrows it)
+    host: str
+    epoch: int
+    run_times: int
+    submit_time: datetime
+    start_time: datetime | None
+    end_time: datetime | None
+    state_reason: str
+    var_pool: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandRecord:
+    id: int
+    type: CommandType
+    workflow_instance_id: int
+    priority: Priority
+    scope: RunScope | None  # set for EXECUTE_FROM_TASK
+    create_time: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskInstanceRecord:
+    """One attempt of one task."""
+
+    id: int
+    workflow_instance_id: int
+    task_name: str
+    attempt: int
+    retry_times: int
+    state: TaskState
+    valid: bool
+    host: str
+    worker_epoch: int
+    pid: int
+    log_path: str
+    exit_code: int | None
+    submit_time: datetime
+    start_time: datetime | None
+    end_time: datetime | None
+    out_params: Mapping[str, str]
+    priority: Priority
+    worker_group: str
+    state_reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventRecord:
+    """One row of the append-only instance event log."""
+
+    sequence: int
+    workflow_instance_id: int
+    task_instance_id: int  # 0 for workflow-level events
+    task_name: str
+    workflow_state: WorkflowState | None
+    task_state: TaskState | None
+    kind: str
+    message: str
+    create_time: datetime
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Page(Generic[T]):
+    items: tuple[T, ...]
+    next_token: str
