@@ -1,1 +1,1 @@
-"""dsched package."""
+"""Alembic migrations of the metadata schema."""

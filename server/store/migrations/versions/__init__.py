@@ -1,1 +1,1 @@
-"""dsched package."""
+"""Migration revisions."""
