@@ -1,12 +1,12 @@
 """The database handle: engine, transactions, migrations.
 
-All store access goes through :class:`Database`. Writes happen in :meth:`Database.transaction` blocks;
-the repositories are functions that take the block's connection, so one transaction can span several of
-them (a state change and its event row commit together or not at all).
+All store access goes through :class:`Database`. Writes happen in :meth:`Database.transaction`
+blocks; the repositories are functions that take the block's connection, so one transaction can
+span several of them (a state change and its event row commit together or not at all).
 
 SQLite allows one writer at a time. Standalone dsched is one process, so write transactions are
-serialised in-process by an asyncio lock instead of letting concurrent writers fail with "database is
-locked"; WAL mode keeps readers off the writer's back.
+serialised in-process by an asyncio lock instead of letting concurrent writers fail with "database
+is locked"; WAL mode keeps readers off the writer's back.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ _MIGRATION_LOCK = 7_301_511  # arbitrary advisory-lock key shared by every dsche
 
 
 class Database:
-    """Owns the async engine. ``start`` connects and migrates to the newest schema; ``stop`` closes."""
+    """Owns the async engine. ``start`` connects and migrates to the newest schema; ``stop``
+    closes."""
 
     def __init__(self, url: str, *, echo: bool = False) -> None:
         self.url = make_url(url)
@@ -84,7 +85,8 @@ class Database:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncConnection]:
-        """A write transaction: commits when the block exits normally, rolls back on an exception."""
+        """A write transaction: commits when the block exits normally, rolls back on an
+        exception."""
         if self.is_sqlite:
             async with self._write_lock, self.engine.begin() as conn:
                 yield conn

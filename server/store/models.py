@@ -1,9 +1,10 @@
 """The metadata schema (SQLAlchemy 2.x declarative models).
 
-Repositories query these tables with Core statements and return :mod:`dsched.server.core.records`;
-rows never leave the store package. Unique keys carry the guarantees of DESIGN.md §4: one instance per
-command (a command row references exactly one instance, and at most one command per instance is
-pending), one task instance per (workflow instance, task, attempt). Enum columns hold the permanent
+Repositories query these tables with Core statements and return
+:mod:`dsched.server.core.records`; rows never leave the store package. Unique keys carry the
+guarantees of DESIGN.md §4: one instance per command (a command row references exactly one instance,
+and at most one command per instance is pending), one task instance per (workflow instance, task,
+attempt). Enum columns hold the permanent
 value names of :mod:`dsched.states` and :mod:`dsched.options`. Schema changes go through Alembic
 migrations in ``migrations/versions``.
 """
@@ -11,7 +12,7 @@ migrations in ``migrations/versions``.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar, cast
 
 from sqlalchemy import (
     JSON,
@@ -23,6 +24,7 @@ from sqlalchemy import (
     LargeBinary,
     MetaData,
     String,
+    Table,
     Text,
     UniqueConstraint,
 )
@@ -48,7 +50,10 @@ NAMING = {
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
-    type_annotation_map = {datetime: UtcDateTime(), dict[str, Any]: JSON()}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        datetime: UtcDateTime(),
+        dict[str, Any]: JSON(),
+    }
 
 
 class Project(Base):
@@ -214,5 +219,12 @@ class RequestLog(Base):
     request_id: Mapped[str] = mapped_column(String(128), primary_key=True)
     method: Mapped[str] = mapped_column(String(NAME))
     # LONGBLOB on MariaDB: a plain BLOB stops at 64 KiB and a big workflow's answer is larger.
-    response: Mapped[bytes] = mapped_column(LargeBinary().with_variant(mysql.LONGBLOB(), "mysql", "mariadb"))
+    response: Mapped[bytes] = mapped_column(
+        LargeBinary().with_variant(mysql.LONGBLOB(), "mysql", "mariadb")
+    )
     create_time: Mapped[datetime]
+
+
+def table(model: type[Base]) -> Table:
+    """The Core table of a model (typed as a Table, which ``__table__`` is not to type checkers)."""
+    return cast(Table, model.__table__)

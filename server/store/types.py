@@ -16,8 +16,8 @@ Id = BigInteger().with_variant(Integer(), "sqlite")
 class UtcDateTime(TypeDecorator[datetime]):
     """A timezone-aware UTC datetime stored as a naive UTC timestamp with microseconds.
 
-    Naive storage is the one representation all three databases share; MariaDB needs DATETIME(6) or it
-    drops the fraction of a second (the benchmark's gaps are milliseconds).
+    Naive storage is the one representation all three databases share; MariaDB needs DATETIME(6) or
+    it drops the fraction of a second (the benchmark's gaps are milliseconds).
     """
 
     impl = DateTime

@@ -1,0 +1,274 @@
+"""Repository of workflow instances and their commands.
+
+Ownership-bearing writes are conditional on the owner's epoch (DESIGN.md §4): :func:`fence` and
+:func:`set_state` raise :class:`~dsched.errors.OwnershipLost` when the row moved to another epoch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Row, delete, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dsched.errors import Aborted, NotFound, OwnershipLost
+from dsched.options import CommandType, Priority
+from dsched.server.core.records import (
+    CommandRecord,
+    InstanceRecord,
+    Page,
+    RunOptions,
+    RunScope,
+    WorkflowRecord,
+)
+from dsched.server.store import paging
+from dsched.server.store.codec import (
+    options_from_json,
+    options_to_json,
+    scope_from_json,
+    scope_to_json,
+)
+from dsched.server.store.models import Command, Project, Workflow, WorkflowInstance, table
+from dsched.states import WorkflowState
+
+WI = table(WorkflowInstance)
+C = table(Command)
+P = table(Project)
+W = table(Workflow)
+
+_SELECT = (
+    select(WI, P.c.name.label("project_name"), W.c.name.label("workflow_name"))
+    .join(P, P.c.id == WI.c.project_id)
+    .join(W, W.c.id == WI.c.workflow_id)
+)
+
+
+def _record(row: Row[Any]) -> InstanceRecord:
+    m = row._mapping
+    return InstanceRecord(
+        id=m["id"],
+        project=m["project_name"],
+        workflow=m["workflow_name"],
+        workflow_code=m["workflow_id"],
+        workflow_version=m["workflow_version"],
+        state=WorkflowState(m["state"]),
+        command_type=CommandType(m["command_type"]),
+        options=options_from_json(m["options"]),
+        run_scope=scope_from_json(m["run_scope"]),
+        host=m["host"],
+        epoch=m["epoch"],
+        run_times=m["run_times"],
+        submit_time=m["submit_time"],
+        start_time=m["start_time"],
+        end_time=m["end_time"],
+        state_reason=m["state_reason"],
+        var_pool=dict(m["var_pool"]),
+    )
+
+
+async def create_instance(
+    conn: AsyncConnection,
+    workflow: WorkflowRecord,
+    project_id: int,
+    options: RunOptions,
+    now: datetime,
+) -> int:
+    """Inserts a SUBMITTED instance and its START command (same transaction as the caller's)."""
+    result = await conn.execute(
+        insert(WI).values(
+            project_id=project_id,
+            workflow_id=workflow.id,
+            workflow_version=workflow.version,
+            state=WorkflowState.SUBMITTED.value,
+            command_type=CommandType.START.value,
+            options=options_to_json(options),
+            run_scope=scope_to_json(options.scope),
+            host="",
+            epoch=0,
+            run_times=1,
+            submit_time=now,
+            state_reason="",
+            var_pool={},
+        )
+    )
+    instance_id = int(result.inserted_primary_key[0])  # type: ignore[index]
+    await add_command(conn, instance_id, CommandType.START, options.priority.rank, None, now)
+    return instance_id
+
+
+async def add_command(
+    conn: AsyncConnection,
+    instance_id: int,
+    kind: CommandType,
+    priority_rank: int,
+    scope: RunScope | None,
+    now: datetime,
+) -> int:
+    """Queues a command. ABORTED if the instance already has a pending command."""
+    try:
+        result = await conn.execute(
+            insert(C).values(
+                type=kind.value,
+                workflow_instance_id=instance_id,
+                priority_rank=priority_rank,
+                scope=scope_to_json(scope) if scope is not None else None,
+                create_time=now,
+            )
+        )
+    except IntegrityError as exc:
+        raise Aborted(
+            f"workflow instance {instance_id} already has a pending command",
+            reason="COMMAND_PENDING",
+            metadata={"instance": str(instance_id)},
+        ) from exc
+    return int(result.inserted_primary_key[0])  # type: ignore[index]
+
+
+async def get_instance(conn: AsyncConnection, instance_id: int) -> InstanceRecord:
+    row = (await conn.execute(_SELECT.where(WI.c.id == instance_id))).first()
+    if row is None:
+        raise NotFound(
+            f"workflow instance {instance_id} not found", metadata={"instance": str(instance_id)}
+        )
+    return _record(row)
+
+
+async def list_instances(
+    conn: AsyncConnection,
+    *,
+    project: str,
+    workflow: str,
+    states: Iterable[WorkflowState],
+    submitted_after: datetime | None,
+    size: int,
+    token: str,
+) -> Page[InstanceRecord]:
+    limit = paging.page_size(size)
+    after = paging.decode(token)
+    query = _SELECT.order_by(WI.c.id.desc()).limit(limit + 1)
+    if project:
+        query = query.where(P.c.name == project)
+    if workflow:
+        query = query.where(W.c.name == workflow)
+    wanted = [s.value for s in states]
+    if wanted:
+        query = query.where(WI.c.state.in_(wanted))
+    if submitted_after is not None:
+        query = query.where(WI.c.submit_time >= submitted_after)
+    if after is not None:
+        query = query.where(WI.c.id < int(after))
+    rows = (await conn.execute(query)).all()
+    items = tuple(_record(r) for r in rows[:limit])
+    return Page(items=items, next_token=paging.encode(items[-1].id) if len(rows) > limit else "")
+
+
+async def pending_commands(conn: AsyncConnection, limit: int) -> list[CommandRecord]:
+    """The oldest commands of the highest priority first."""
+    rows = await conn.execute(select(C).order_by(C.c.priority_rank, C.c.id).limit(limit))
+    return [
+        CommandRecord(
+            id=r.id,
+            type=CommandType(r.type),
+            workflow_instance_id=r.workflow_instance_id,
+            priority=_priority(r.priority_rank),
+            scope=scope_from_json(r.scope) if r.scope is not None else None,
+            create_time=r.create_time,
+        )
+        for r in rows
+    ]
+
+
+def _priority(rank: int) -> Priority:
+    return list(Priority)[max(0, min(rank, len(Priority) - 1))]
+
+
+async def claim(
+    conn: AsyncConnection,
+    command: CommandRecord,
+    *,
+    host: str,
+    epoch: int,
+    state: WorkflowState,
+    values: Mapping[str, Any],
+) -> bool:
+    """Takes a command: deletes it (0 rows = another master has it) and stamps the instance with
+    this master's host and epoch and ``state``, in the caller's transaction."""
+    gone = await conn.execute(delete(C).where(C.c.id == command.id))
+    if gone.rowcount != 1:
+        return False
+    await conn.execute(
+        update(WI)
+        .where(WI.c.id == command.workflow_instance_id)
+        .values(host=host, epoch=epoch, state=state.value, **values)
+    )
+    return True
+
+
+async def fence(conn: AsyncConnection, instance_id: int, epoch: int) -> None:
+    """Asserts that ``epoch`` still owns the instance and locks its row for this transaction.
+
+    A no-op update rather than a SELECT: it takes the row lock on every database, so a concurrent
+    takeover (which changes ``epoch``) waits for this transaction or makes it fail here.
+    """
+    result = await conn.execute(
+        update(WI).where(WI.c.id == instance_id, WI.c.epoch == epoch).values(epoch=epoch)
+    )
+    if result.rowcount != 1:
+        raise OwnershipLost(
+            f"epoch {epoch} no longer owns workflow instance {instance_id}",
+            metadata={"instance": str(instance_id), "epoch": str(epoch)},
+        )
+
+
+async def set_state(
+    conn: AsyncConnection,
+    instance_id: int,
+    *,
+    epoch: int | None,
+    expected: Iterable[WorkflowState],
+    state: WorkflowState,
+    values: Mapping[str, Any] | None = None,
+) -> bool:
+    """Moves the instance to ``state`` if it is in one of ``expected`` (and, for an owner write,
+    still owned by ``epoch``). Returns False when the row did not match; raises OwnershipLost if
+    the epoch no longer owns it."""
+    query = update(WI).where(WI.c.id == instance_id, WI.c.state.in_([s.value for s in expected]))
+    if epoch is not None:
+        query = query.where(WI.c.epoch == epoch)
+    result = await conn.execute(query.values(state=state.value, **(values or {})))
+    if result.rowcount == 1:
+        return True
+    if epoch is not None:
+        owner = await conn.scalar(select(WI.c.epoch).where(WI.c.id == instance_id))
+        if owner != epoch:
+            raise OwnershipLost(
+                f"epoch {epoch} no longer owns workflow instance {instance_id}",
+                metadata={"instance": str(instance_id), "epoch": str(epoch)},
+            )
+    return False
+
+
+async def update_fields(
+    conn: AsyncConnection, instance_id: int, epoch: int, values: Mapping[str, Any]
+) -> None:
+    """Owner write of plain fields (var pool, reason); raises OwnershipLost on a stale epoch."""
+    result = await conn.execute(
+        update(WI).where(WI.c.id == instance_id, WI.c.epoch == epoch).values(**values)
+    )
+    if result.rowcount != 1:
+        raise OwnershipLost(f"epoch {epoch} no longer owns workflow instance {instance_id}")
+
+
+async def owned_by_dead_epochs(
+    conn: AsyncConnection, live_epochs: Iterable[int], states: Iterable[WorkflowState]
+) -> list[tuple[int, int, WorkflowState]]:
+    """(instance id, epoch, state) of instances in ``states`` whose owner epoch is not live."""
+    rows = await conn.execute(
+        select(WI.c.id, WI.c.epoch, WI.c.state).where(
+            WI.c.state.in_([s.value for s in states]), WI.c.epoch.not_in(list(live_epochs))
+        )
+    )
+    return [(r.id, r.epoch, WorkflowState(r.state)) for r in rows]

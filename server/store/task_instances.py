@@ -1,0 +1,192 @@
+"""Repository of task instances (attempts).
+
+Creating an attempt supersedes (``valid = false``) the earlier attempts of the same task in the same
+transaction, so an instance never has two valid attempts of a task. State writes are conditional on
+the state the writer believes the row is in, and on the worker epoch for worker reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Row, and_, func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dsched.errors import NotFound
+from dsched.options import Priority
+from dsched.server.core.records import Page, TaskInstanceRecord
+from dsched.server.store import paging
+from dsched.server.store.models import TaskInstance, table
+from dsched.states import TaskState
+
+TI = table(TaskInstance)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewAttempt:
+    task_name: str
+    attempt: int
+    retry_times: int
+    state: TaskState
+    priority: Priority
+    worker_group: str
+
+
+def record(row: Row[Any]) -> TaskInstanceRecord:
+    m = row._mapping
+    return TaskInstanceRecord(
+        id=m["id"],
+        workflow_instance_id=m["workflow_instance_id"],
+        task_name=m["task_name"],
+        attempt=m["attempt"],
+        retry_times=m["retry_times"],
+        state=TaskState(m["state"]),
+        valid=bool(m["valid"]),
+        host=m["host"],
+        worker_epoch=m["worker_epoch"],
+        pid=m["pid"],
+        log_path=m["log_path"],
+        exit_code=m["exit_code"],
+        submit_time=m["submit_time"],
+        start_time=m["start_time"],
+        end_time=m["end_time"],
+        out_params=dict(m["out_params"]),
+        priority=Priority(m["priority"]),
+        worker_group=m["worker_group"],
+        state_reason=m["state_reason"],
+    )
+
+
+async def create_attempts(
+    conn: AsyncConnection, instance_id: int, attempts: Sequence[NewAttempt], now: datetime
+) -> list[int]:
+    """Inserts the attempts (superseding earlier ones of the same tasks); returns their ids in
+    order."""
+    if not attempts:
+        return []
+    names = [a.task_name for a in attempts]
+    await conn.execute(
+        update(TI)
+        .where(
+            TI.c.workflow_instance_id == instance_id,
+            TI.c.task_name.in_(names),
+            TI.c.valid.is_(True),
+        )
+        .values(valid=False)
+    )
+    rows: list[dict[str, Any]] = [
+        {
+            "workflow_instance_id": instance_id,
+            "task_name": a.task_name,
+            "attempt": a.attempt,
+            "retry_times": a.retry_times,
+            "state": a.state.value,
+            "valid": True,
+            "host": "",
+            "worker_epoch": 0,
+            "pid": 0,
+            "log_path": "",
+            "exit_code": None,
+            "submit_time": now,
+            "out_params": {},
+            "priority": a.priority.value,
+            "worker_group": a.worker_group,
+            "state_reason": "",
+        }
+        for a in attempts
+    ]
+    result = await conn.execute(insert(TI).returning(TI.c.id, sort_by_parameter_order=True), rows)
+    return [int(r[0]) for r in result]
+
+
+async def transition(
+    conn: AsyncConnection,
+    task_instance_id: int,
+    *,
+    expected: Iterable[TaskState],
+    state: TaskState,
+    worker_epoch: int | None = None,
+    values: Mapping[str, Any] | None = None,
+) -> bool:
+    """Moves an attempt to ``state`` if it is valid and in one of ``expected`` (and, when
+    ``worker_epoch`` is given, not owned by another worker incarnation). False if the row did not
+    match."""
+    query = update(TI).where(
+        TI.c.id == task_instance_id,
+        TI.c.valid.is_(True),
+        TI.c.state.in_([s.value for s in expected]),
+    )
+    if worker_epoch is not None:
+        query = query.where(TI.c.worker_epoch.in_([0, worker_epoch]))
+    result = await conn.execute(query.values(state=state.value, **(values or {})))
+    return result.rowcount == 1
+
+
+async def supersede(conn: AsyncConnection, task_instance_ids: Iterable[int]) -> None:
+    """Marks attempts invalid (a rerun, recovery or resume replaces them)."""
+    ids = list(task_instance_ids)
+    if ids:
+        await conn.execute(update(TI).where(TI.c.id.in_(ids)).values(valid=False))
+
+
+async def get(conn: AsyncConnection, task_instance_id: int) -> TaskInstanceRecord:
+    row = (await conn.execute(select(TI).where(TI.c.id == task_instance_id))).first()
+    if row is None:
+        raise NotFound(
+            f"task instance {task_instance_id} not found",
+            metadata={"task_instance": str(task_instance_id)},
+        )
+    return record(row)
+
+
+async def valid_attempts(conn: AsyncConnection, instance_id: int) -> list[TaskInstanceRecord]:
+    rows = await conn.execute(
+        select(TI)
+        .where(TI.c.workflow_instance_id == instance_id, TI.c.valid.is_(True))
+        .order_by(TI.c.id)
+    )
+    return [record(r) for r in rows]
+
+
+async def last_attempts(conn: AsyncConnection, instance_id: int) -> dict[str, int]:
+    """Highest attempt number per task, superseded attempts included."""
+    rows = await conn.execute(
+        select(TI.c.task_name, func.max(TI.c.attempt))
+        .where(TI.c.workflow_instance_id == instance_id)
+        .group_by(TI.c.task_name)
+    )
+    return {r[0]: int(r[1]) for r in rows}
+
+
+async def list_for_instance(
+    conn: AsyncConnection, instance_id: int, *, include_superseded: bool, size: int, token: str
+) -> Page[TaskInstanceRecord]:
+    limit = paging.page_size(size)
+    after = paging.decode(token)
+    query = select(TI).where(TI.c.workflow_instance_id == instance_id)
+    if not include_superseded:
+        query = query.where(TI.c.valid.is_(True))
+    if after is not None:
+        query = query.where(TI.c.id > int(after))
+    rows = (await conn.execute(query.order_by(TI.c.id).limit(limit + 1))).all()
+    items = tuple(record(r) for r in rows[:limit])
+    return Page(items=items, next_token=paging.encode(items[-1].id) if len(rows) > limit else "")
+
+
+async def count_unfinished_failures(conn: AsyncConnection, instance_id: int) -> int:
+    """Valid attempts that are FAILED or KILLED (for force-success)."""
+    return int(
+        await conn.scalar(
+            select(func.count()).where(
+                and_(
+                    TI.c.workflow_instance_id == instance_id,
+                    TI.c.valid.is_(True),
+                    TI.c.state.in_([TaskState.FAILED.value, TaskState.KILLED.value]),
+                )
+            )
+        )
+        or 0
+    )
