@@ -245,6 +245,17 @@ class Execution:
             return self._maybe_finish()
         return [self._create(t, retry_times=t.retry_times + 1)]
 
+    def replace(self, task: str) -> list[Action]:
+        """The task's attempt was lost with its worker: a new attempt replaces it without using up a
+        user retry (the caller marks the old one NEED_FAULT_TOLERANCE)."""
+        t = self._tasks[task]
+        if t.state is None or t.state.terminal:
+            return []
+        t.state = TaskState.NEED_FAULT_TOLERANCE
+        if not self._may_release():  # paused, stopping or ending: nothing new starts
+            return self._maybe_finish()
+        return [self._create(t, retry_times=t.retry_times)]
+
     def pause(self) -> list[Action]:
         """User pause: queued attempts end PAUSED, running ones finish, nothing new starts."""
         if self.phase is not WorkflowState.RUNNING or self.finished is not None:
