@@ -1,0 +1,403 @@
+"""The one seam between dsched's plain values and the ``dsched.v1`` protobuf messages.
+
+Two directions with different contracts:
+
+* Definitions (:func:`workflow_spec_to_proto`, :func:`workflow_spec_from_proto`) are shared with
+  the server, which decodes whatever a client sends. Decoding therefore never raises: values that
+  cannot be represented in a :class:`~dsched.spec.WorkflowSpec` (unknown enum numbers, malformed or
+  negative durations) become :class:`~dsched.errors.FieldViolation` s with proto field paths, and
+  the spec gets the field's default in their place so that a later
+  :func:`~dsched.spec.validate_workflow` does not report them twice.
+* Results (``*_from_proto``) decode server responses for the SDK. ``UNSPECIFIED`` options decode
+  to the server's documented default; a state number this SDK does not know raises
+  :class:`~dsched.errors.Internal` (reason ``UNKNOWN_ENUM_VALUE``): the peer is newer.
+
+Option and state values are the proto enum names without their prefix, so the tables below are
+derived from the enums themselves rather than written out.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any, TypeVar, overload
+
+from google.protobuf import duration_pb2, timestamp_pb2
+from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
+from google.protobuf.message import Message
+
+from dsched.errors import FieldViolation, Internal
+from dsched.options import (
+    CommandType,
+    FailureStrategy,
+    Priority,
+    ReleaseState,
+    TaskDependType,
+    TimeoutStrategy,
+)
+from dsched.results import (
+    ClusterMember,
+    InstanceEvent,
+    LogChunk,
+    Project,
+    ServerInfo,
+    ServerRole,
+    ServerStatus,
+    TaskInstance,
+    WatchFrame,
+    WorkflowInfo,
+    WorkflowInstance,
+    WorkflowVersionInfo,
+)
+from dsched.spec import ShellSpec, TaskSpec, WorkflowSpec
+from dsched.states import TaskState, WorkflowState
+from dsched.v1 import enums_pb2, log_service_pb2, master_service_pb2, resources_pb2
+
+E = TypeVar("E", bound=StrEnum)
+
+# Duration limits of google.protobuf.Duration (about 10 000 years).
+_MAX_DURATION_SECONDS = 315_576_000_000
+_NANOS_PER_SECOND = 1_000_000_000
+
+
+class _EnumMap:
+    """Number <-> member table for one StrEnum whose values are proto names without ``prefix``."""
+
+    def __init__(self, members: type[StrEnum], wrapper: EnumTypeWrapper, prefix: str) -> None:
+        self.prefix = prefix
+        self.by_number: dict[int, StrEnum] = {wrapper.Value(prefix + m.value): m for m in members}
+
+        self.by_member: dict[StrEnum, int] = {m: n for n, m in self.by_number.items()}
+
+    def name(self, member: StrEnum) -> str:
+        """The proto enum name (``PRIORITY_HIGH``); message constructors accept names."""
+        return self.prefix + member.value
+
+    def number(self, member: StrEnum) -> Any:
+        """The proto enum number, typed Any so that it can be assigned to a message's enum field."""
+        return self.by_member[member]
+
+
+PRIORITY = _EnumMap(Priority, enums_pb2.Priority, "PRIORITY_")
+TIMEOUT_STRATEGY = _EnumMap(TimeoutStrategy, enums_pb2.TimeoutStrategy, "TIMEOUT_STRATEGY_")
+FAILURE_STRATEGY = _EnumMap(FailureStrategy, enums_pb2.FailureStrategy, "FAILURE_STRATEGY_")
+TASK_DEPEND_TYPE = _EnumMap(TaskDependType, enums_pb2.TaskDependType, "TASK_DEPEND_TYPE_")
+RELEASE_STATE = _EnumMap(ReleaseState, enums_pb2.ReleaseState, "RELEASE_STATE_")
+COMMAND_TYPE = _EnumMap(CommandType, enums_pb2.CommandType, "COMMAND_TYPE_")
+WORKFLOW_STATE = _EnumMap(
+    WorkflowState, enums_pb2.WorkflowInstanceState, "WORKFLOW_INSTANCE_STATE_"
+)
+TASK_STATE = _EnumMap(TaskState, enums_pb2.TaskInstanceState, "TASK_INSTANCE_STATE_")
+SERVER_ROLE = _EnumMap(ServerRole, enums_pb2.ServerRole, "SERVER_ROLE_")
+SERVER_STATUS = _EnumMap(ServerStatus, enums_pb2.ServerStatus, "SERVER_STATUS_")
+
+
+@overload
+def _member(table: _EnumMap, kind: type[E], number: int, default: E) -> E: ...
+@overload
+def _member(table: _EnumMap, kind: type[E], number: int, default: None) -> E | None: ...
+def _member(table: _EnumMap, kind: type[E], number: int, default: E | None) -> E | None:
+    """Decodes a response enum: 0 -> ``default``; unknown -> Internal (the server is newer)."""
+    if number == 0:
+        return default
+    member = table.by_number.get(number)
+    if member is None:
+        raise Internal(
+            f"the server sent {table.prefix}{number}, which this SDK does not know; upgrade dsched",
+            reason="UNKNOWN_ENUM_VALUE",
+            metadata={"enum": table.prefix.rstrip("_"), "number": str(number)},
+        )
+    return kind(member.value)
+
+
+def _required(table: _EnumMap, kind: type[E], number: int) -> E:
+    member = _member(table, kind, number, None)
+    if member is None:
+        raise Internal(
+            f"the server sent no {table.prefix.rstrip('_')}", reason="UNKNOWN_ENUM_VALUE"
+        )
+    return member
+
+
+def _time(msg: Message, name: str) -> datetime | None:
+    """Returns the Timestamp field ``name`` of ``msg`` as an aware UTC datetime (None if unset)."""
+    if not msg.HasField(name):
+        return None
+    stamp: timestamp_pb2.Timestamp = getattr(msg, name)
+    return stamp.ToDatetime(tzinfo=UTC)
+
+
+# ------------------------------------------------------------------------------------ definitions
+
+
+def task_spec_to_proto(task: TaskSpec) -> resources_pb2.TaskDefinition:
+    """Encodes one task; zero durations are left unset (the proto's "no value")."""
+    msg = resources_pb2.TaskDefinition(
+        name=task.name,
+        description=task.description,
+        upstream_tasks=list(task.upstream),
+        priority=PRIORITY.name(task.priority),
+        worker_group=task.worker_group,
+        retries=task.retries,
+        timeout_strategy=TIMEOUT_STRATEGY.name(task.timeout_strategy),
+        params=dict(task.params),
+        disabled=task.disabled,
+    )
+    for name in ("retry_interval", "timeout", "delay"):
+        value: timedelta = getattr(task, name)
+        if value:
+            getattr(msg, name).FromTimedelta(value)
+    if isinstance(task.kind, ShellSpec):
+        msg.shell.script = task.kind.script
+    return msg
+
+
+def workflow_spec_to_proto(spec: WorkflowSpec) -> resources_pb2.Workflow:
+    """Encodes a definition for CreateWorkflow/UpdateWorkflow (no code, version, release state)."""
+    return resources_pb2.Workflow(
+        project=spec.project,
+        name=spec.name,
+        description=spec.description,
+        tasks=[task_spec_to_proto(t) for t in spec.tasks],
+        params=dict(spec.params),
+    )
+
+
+def _option(
+    table: _EnumMap, kind: type[E], number: int, default: E, path: str, out: list[FieldViolation]
+) -> E:
+    member = table.by_number.get(number)
+    if number == 0 or member is None:
+        if number != 0:
+            out.append(FieldViolation(path, f"unknown {table.prefix.rstrip('_')} value {number}"))
+        return default
+    return kind(member.value)
+
+
+def _duration(
+    msg: resources_pb2.TaskDefinition, name: str, path: str, out: list[FieldViolation]
+) -> timedelta:
+    if not msg.HasField(name):
+        return timedelta(0)
+    value: duration_pb2.Duration = getattr(msg, name)
+    seconds, nanos = value.seconds, value.nanos
+    if abs(seconds) > _MAX_DURATION_SECONDS or abs(nanos) >= _NANOS_PER_SECOND:
+        out.append(FieldViolation(path, "is not a valid duration (out of range)"))
+    elif (seconds > 0 > nanos) or (seconds < 0 < nanos):
+        out.append(
+            FieldViolation(path, "is not a valid duration (seconds and nanos differ in sign)")
+        )
+    elif seconds < 0 or nanos < 0:
+        out.append(FieldViolation(path, "must not be negative"))
+    else:
+        return timedelta(seconds=seconds, microseconds=nanos // 1000)
+    return timedelta(0)
+
+
+def task_spec_from_proto(
+    msg: resources_pb2.TaskDefinition, path: str, out: list[FieldViolation]
+) -> TaskSpec:
+    """Decodes one task, appending conversion problems to ``out`` (see the module docstring)."""
+    kind = ShellSpec(script=msg.shell.script) if msg.WhichOneof("kind") == "shell" else None
+    return TaskSpec(
+        name=msg.name,
+        kind=kind,
+        description=msg.description,
+        upstream=tuple(msg.upstream_tasks),
+        priority=_option(
+            PRIORITY, Priority, msg.priority, Priority.MEDIUM, f"{path}.priority", out
+        ),
+        worker_group=msg.worker_group,
+        retries=msg.retries,
+        retry_interval=_duration(msg, "retry_interval", f"{path}.retry_interval", out),
+        timeout=_duration(msg, "timeout", f"{path}.timeout", out),
+        timeout_strategy=_option(
+            TIMEOUT_STRATEGY,
+            TimeoutStrategy,
+            msg.timeout_strategy,
+            TimeoutStrategy.FAIL,
+            f"{path}.timeout_strategy",
+            out,
+        ),
+        delay=_duration(msg, "delay", f"{path}.delay", out),
+        params=dict(msg.params),
+        disabled=msg.disabled,
+    )
+
+
+def workflow_spec_from_proto(
+    msg: resources_pb2.Workflow, path: str = "workflow"
+) -> tuple[WorkflowSpec, list[FieldViolation]]:
+    """Decodes a definition without raising; returns the spec and the conversion violations.
+
+    A caller must reject the definition if the list is not empty, and otherwise still run
+    :func:`dsched.spec.validate_workflow` (names, limits, the DAG). ``path`` prefixes the field
+    paths; ``workflow`` matches the field of CreateWorkflowRequest and UpdateWorkflowRequest.
+    """
+    out: list[FieldViolation] = []
+    tasks = tuple(
+        task_spec_from_proto(t, f"{path}.tasks[{i}]", out) for i, t in enumerate(msg.tasks)
+    )
+    spec = WorkflowSpec(
+        project=msg.project,
+        name=msg.name,
+        tasks=tasks,
+        description=msg.description,
+        params=dict(msg.params),
+    )
+    return spec, out
+
+
+# ---------------------------------------------------------------------------------------- results
+
+
+def project_from_proto(msg: resources_pb2.Project) -> Project:
+    return Project(
+        name=msg.name,
+        description=msg.description,
+        create_time=_time(msg, "create_time"),
+        update_time=_time(msg, "update_time"),
+    )
+
+
+def workflow_info_from_proto(msg: resources_pb2.Workflow) -> WorkflowInfo:
+    """Decodes a stored definition; the server validated it, so conversion problems are ignored."""
+    spec, _ = workflow_spec_from_proto(msg)
+    return WorkflowInfo(
+        spec=spec,
+        code=msg.code,
+        version=msg.version,
+        release_state=_member(RELEASE_STATE, ReleaseState, msg.release_state, ReleaseState.OFFLINE),
+        create_time=_time(msg, "create_time"),
+        update_time=_time(msg, "update_time"),
+    )
+
+
+def workflow_version_from_proto(msg: resources_pb2.WorkflowVersion) -> WorkflowVersionInfo:
+    return WorkflowVersionInfo(
+        version=msg.version,
+        description=msg.description,
+        task_count=msg.task_count,
+        create_time=_time(msg, "create_time"),
+    )
+
+
+def instance_from_proto(msg: resources_pb2.WorkflowInstance) -> WorkflowInstance:
+    return WorkflowInstance(
+        id=msg.id,
+        project=msg.project,
+        workflow=msg.workflow,
+        workflow_code=msg.workflow_code,
+        workflow_version=msg.workflow_version,
+        state=_required(WORKFLOW_STATE, WorkflowState, msg.state),
+        command_type=_member(COMMAND_TYPE, CommandType, msg.command_type, None),
+        params=dict(msg.params),
+        start_tasks=tuple(msg.start_tasks),
+        task_depend_type=_member(
+            TASK_DEPEND_TYPE, TaskDependType, msg.task_depend_type, TaskDependType.TASK_POST
+        ),
+        failure_strategy=_member(
+            FAILURE_STRATEGY, FailureStrategy, msg.failure_strategy, FailureStrategy.CONTINUE
+        ),
+        priority=_member(PRIORITY, Priority, msg.priority, Priority.MEDIUM),
+        worker_group=msg.worker_group,
+        dry_run=msg.dry_run,
+        host=msg.host,
+        epoch=msg.epoch,
+        run_times=msg.run_times,
+        submit_time=_time(msg, "submit_time"),
+        start_time=_time(msg, "start_time"),
+        end_time=_time(msg, "end_time"),
+        state_reason=msg.state_reason,
+        var_pool=dict(msg.var_pool),
+    )
+
+
+def task_instance_from_proto(msg: resources_pb2.TaskInstance) -> TaskInstance:
+    return TaskInstance(
+        id=msg.id,
+        workflow_instance_id=msg.workflow_instance_id,
+        task_name=msg.task_name,
+        attempt=msg.attempt,
+        retry_times=msg.retry_times,
+        state=_required(TASK_STATE, TaskState, msg.state),
+        valid=msg.valid,
+        host=msg.host,
+        worker_epoch=msg.worker_epoch,
+        pid=msg.pid,
+        log_path=msg.log_path,
+        exit_code=msg.exit_code if msg.HasField("exit_code") else None,
+        submit_time=_time(msg, "submit_time"),
+        start_time=_time(msg, "start_time"),
+        end_time=_time(msg, "end_time"),
+        out_params=dict(msg.out_params),
+        priority=_member(PRIORITY, Priority, msg.priority, Priority.MEDIUM),
+        worker_group=msg.worker_group,
+        state_reason=msg.state_reason,
+    )
+
+
+def event_from_proto(msg: resources_pb2.InstanceEvent) -> InstanceEvent:
+    return InstanceEvent(
+        sequence=msg.sequence,
+        workflow_instance_id=msg.workflow_instance_id,
+        task_instance_id=msg.task_instance_id,
+        task_name=msg.task_name,
+        workflow_state=_member(WORKFLOW_STATE, WorkflowState, msg.workflow_state, None),
+        task_state=_member(TASK_STATE, TaskState, msg.task_state, None),
+        kind=msg.kind,
+        message=msg.message,
+        create_time=_time(msg, "create_time"),
+    )
+
+
+def watch_frame_from_proto(msg: master_service_pb2.WatchWorkflowInstanceResponse) -> WatchFrame:
+    return WatchFrame(
+        events=tuple(event_from_proto(e) for e in msg.events),
+        cursor=msg.cursor,
+        state=_member(WORKFLOW_STATE, WorkflowState, msg.state, None),
+    )
+
+
+def log_chunk_from_proto(
+    msg: log_service_pb2.ReadTaskLogResponse | log_service_pb2.TailTaskLogResponse,
+) -> LogChunk:
+    size = msg.size if isinstance(msg, log_service_pb2.ReadTaskLogResponse) else None
+    return LogChunk(
+        data=msg.data,
+        offset=msg.offset,
+        next_offset=msg.next_offset,
+        end_of_log=msg.end_of_log,
+        size=size,
+    )
+
+
+def member_from_proto(msg: resources_pb2.ClusterMember) -> ClusterMember:
+    beat = msg.heartbeat
+    return ClusterMember(
+        role=_required(SERVER_ROLE, ServerRole, msg.role),
+        address=msg.address,
+        group=msg.group,
+        status=_member(SERVER_STATUS, ServerStatus, beat.status, None),
+        cpu_usage=beat.cpu_usage,
+        memory_usage=beat.memory_usage,
+        load_average=beat.load_average,
+        disk_usage=beat.disk_usage,
+        slots_total=beat.slots_total,
+        slots_in_use=beat.slots_in_use,
+        epoch=beat.epoch,
+        pid=beat.pid,
+        start_time=_time(beat, "start_time"),
+        report_time=_time(beat, "report_time"),
+    )
+
+
+def server_info_from_proto(msg: master_service_pb2.GetServerInfoResponse) -> ServerInfo:
+    return ServerInfo(
+        version=msg.version,
+        api_version=msg.api_version,
+        role=_member(SERVER_ROLE, ServerRole, msg.role, None),
+        address=msg.address,
+        epoch=msg.epoch,
+        start_time=_time(msg, "start_time"),
+    )
