@@ -19,7 +19,7 @@ from dsched.server.rpc.status import to_grpc_status
 
 log = logging.getLogger(__name__)
 
-Handler = grpc.RpcMethodHandler
+Handler = grpc.RpcMethodHandler[Any, Any]
 
 
 async def _abort(context: aio.ServicerContext[Any, Any], method: str, exc: Exception) -> None:
@@ -53,7 +53,7 @@ class ErrorInterceptor(aio.ServerInterceptor):
 
 
 def _wrap_unary(handler: Handler, method: str) -> Handler:
-    inner = handler.unary_unary
+    inner: Any = handler.unary_unary
 
     async def call(request: Any, context: aio.ServicerContext[Any, Any]) -> Any:
         try:
@@ -71,7 +71,7 @@ def _wrap_unary(handler: Handler, method: str) -> Handler:
 
 
 def _wrap_unary_stream(handler: Handler, method: str) -> Handler:
-    inner = handler.unary_stream
+    inner: Any = handler.unary_stream
 
     async def call(request: Any, context: aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
         try:
@@ -90,7 +90,7 @@ def _wrap_unary_stream(handler: Handler, method: str) -> Handler:
 
 
 def _wrap_stream_stream(handler: Handler, method: str) -> Handler:
-    inner = handler.stream_stream
+    inner: Any = handler.stream_stream
 
     async def call(requests: Any, context: aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
         try:

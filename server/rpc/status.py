@@ -20,7 +20,9 @@ def to_grpc_status(err: DschedError) -> grpc.Status:
     if err.violations:
         bad = error_details_pb2.BadRequest(
             field_violations=[
-                error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
+                error_details_pb2.BadRequest.FieldViolation(
+                    field=v.field, description=v.description
+                )
                 for v in err.violations
             ]
         )
@@ -28,7 +30,8 @@ def to_grpc_status(err: DschedError) -> grpc.Status:
     status = status_pb2.Status(
         code=code_pb2.Code.Value(err.code), message=str(err), details=details
     )
-    return rpc_status.to_status(status)
+    result: grpc.Status = rpc_status.to_status(status)
+    return result
 
 
 def _pack(message: error_details_pb2.ErrorInfo | error_details_pb2.BadRequest) -> any_pb2.Any:

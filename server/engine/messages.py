@@ -1,0 +1,123 @@
+"""Inputs of an instance runner. Each runner consumes its messages strictly in order."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from dsched.server.core.records import InstanceRecord
+
+
+class EventType(StrEnum):
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    KILLED = "KILLED"
+
+
+class Decision(StrEnum):
+    """The master's answer to a worker event (mirrors TaskEventDecision)."""
+
+    ACCEPTED = "ACCEPTED"
+    DUPLICATE = "DUPLICATE"
+    REJECTED_STALE = "REJECTED_STALE"
+    NOT_OWNER = "NOT_OWNER"
+    RETRY_LATER = "RETRY_LATER"
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    decision: Decision
+    reason: str = ""
+    owner_address: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskEventData:
+    """A worker's report about one attempt."""
+
+    event_id: str
+    task_instance_id: int
+    attempt: int
+    workflow_instance_id: int
+    type: EventType
+    event_time: datetime
+    exit_code: int = 0
+    out_params: Mapping[str, str] = field(default_factory=dict)
+    pid: int = 0
+    log_path: str = ""
+    message: str = ""
+
+
+@dataclass(slots=True)
+class WorkerEvent:
+    event: TaskEventData
+    worker_address: str
+    worker_epoch: int
+    reply: asyncio.Future[Ack]
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatched:
+    """A worker accepted an attempt."""
+
+    task_instance_id: int
+    host: str
+    worker_epoch: int
+    log_path: str
+
+
+@dataclass(frozen=True, slots=True)
+class RetryDue:
+    task: str
+
+
+@dataclass(frozen=True, slots=True)
+class DelayDue:
+    task_instance_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimeoutWarning:
+    task_instance_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class TakeOverResult:
+    """Whether the worker that held an adopted attempt still has it."""
+
+    task_instance_id: int
+    found: bool
+
+
+@dataclass(frozen=True, slots=True)
+class KillUnanswered:
+    """A kill found no such attempt on its worker (checked again after a grace period)."""
+
+    task_instance_id: int
+
+
+class ControlKind(StrEnum):
+    PAUSE = "PAUSE"
+    STOP = "STOP"
+
+
+@dataclass(slots=True)
+class Control:
+    kind: ControlKind
+    reply: asyncio.Future[InstanceRecord]
+
+
+Message = (
+    WorkerEvent
+    | Dispatched
+    | RetryDue
+    | DelayDue
+    | TimeoutWarning
+    | TakeOverResult
+    | KillUnanswered
+    | Control
+)

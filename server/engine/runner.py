@@ -1,0 +1,555 @@
+"""Drives one workflow instance on its owning master.
+
+The runner owns the instance's :class:`~dsched.server.core.execution.Execution` and consumes its
+messages (worker events, dispatch results, timers, user pause/stop) strictly in order. It drains
+whatever is queued into one batch and writes the batch in one transaction that starts with the
+ownership fence; side effects (dispatching, killing, acknowledging worker events, waking watchers)
+happen only after that transaction committed. If the fence fails the instance belongs to another
+epoch: the runner drops it without writing anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dsched.errors import OwnershipLost
+from dsched.options import TimeoutStrategy
+from dsched.server.core import execution as ex
+from dsched.server.core.dag import Dag
+from dsched.server.core.params import idempotency_key, resolve_params
+from dsched.server.core.ports import Clock
+from dsched.server.core.records import InstanceRecord, TaskInstanceRecord, WorkflowRecord
+from dsched.server.core.transitions import OWNED_STATES
+from dsched.server.engine.effects import Effects
+from dsched.server.engine.jobs import DispatchJob, DispatchSpec
+from dsched.server.engine.messages import (
+    Ack,
+    Control,
+    ControlKind,
+    Decision,
+    DelayDue,
+    Dispatched,
+    EventType,
+    KillUnanswered,
+    Message,
+    RetryDue,
+    TakeOverResult,
+    TimeoutWarning,
+    WorkerEvent,
+)
+from dsched.server.engine.services import EngineServices
+from dsched.server.store import events as event_log
+from dsched.server.store import instances as instance_repo
+from dsched.server.store import task_instances as ti_repo
+from dsched.server.store.events import NewEvent
+from dsched.server.store.task_instances import NewAttempt
+from dsched.spec import TaskSpec
+from dsched.states import TaskState
+
+log = logging.getLogger(__name__)
+
+_EVENT_STATE = {
+    EventType.RUNNING: TaskState.RUNNING,
+    EventType.SUCCEEDED: TaskState.SUCCEEDED,
+    EventType.FAILED: TaskState.FAILED,
+    EventType.KILLED: TaskState.KILLED,
+}
+_BEFORE_RUNNING = frozenset({TaskState.SUBMITTED, TaskState.DISPATCHED})
+_BEFORE_END = frozenset({TaskState.SUBMITTED, TaskState.DISPATCHED, TaskState.RUNNING})
+
+
+@dataclass(slots=True)
+class Track:
+    """What the runner knows about one valid attempt."""
+
+    ti_id: int
+    task: str
+    attempt: int
+    retry_times: int
+    state: TaskState
+    host: str
+    worker_epoch: int
+    submit_time: datetime
+    job: DispatchJob | None = None
+
+
+@dataclass(slots=True)
+class _Batch:
+    """Writes and effects of one batch; written in one transaction, effects run after commit."""
+
+    conn: AsyncConnection
+    now: datetime
+    effects: Effects
+    events: list[NewEvent] = field(default_factory=list)
+    creates: list[ex.Create] = field(default_factory=list)
+    instance_values: dict[str, Any] = field(default_factory=dict)
+
+
+class InstanceRunner:
+    """See the module docstring. Created by the command consumer after a successful claim."""
+
+    def __init__(
+        self,
+        services: EngineServices,
+        instance: InstanceRecord,
+        workflow: WorkflowRecord,
+        execution: ex.Execution,
+        attempts: list[TaskInstanceRecord],
+        on_exit: Callable[[InstanceRunner], None],
+    ) -> None:
+        self.s = services
+        self.instance = instance
+        self.workflow = workflow
+        self.dag: Dag = execution.dag
+        self.execution = execution
+        self.tracks: dict[int, Track] = {
+            a.id: Track(
+                a.id,
+                a.task_name,
+                a.attempt,
+                a.retry_times,
+                a.state,
+                a.host,
+                a.worker_epoch,
+                a.submit_time,
+            )
+            for a in attempts
+        }
+        self.var_pool: dict[str, str] = dict(instance.var_pool)
+        self._queue: asyncio.Queue[Message] = asyncio.Queue()
+        self._timers: list[asyncio.TimerHandle] = []
+        self._on_exit = on_exit
+        self.done = False
+        self.task: asyncio.Task[None] | None = None
+
+    @property
+    def id(self) -> int:
+        return self.instance.id
+
+    @property
+    def clock(self) -> Clock:
+        return self.s.clock
+
+    def post(self, message: Message) -> None:
+        self._queue.put_nowait(message)
+
+    def start(self) -> None:
+        self.task = asyncio.create_task(self._run(), name=f"instance-{self.id}")
+
+    async def stop(self) -> None:
+        """Stops driving the instance (shutdown); its state stays in the store for a successor."""
+        for handle in self._timers:
+            handle.cancel()
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+
+    # ------------------------------------------------------------------------- loop
+
+    async def _run(self) -> None:
+        try:
+            await self._commit(lambda b: self._apply(b, self.execution.start(b.now)), [])
+            while not self.done:
+                batch = [await self._queue.get()]
+                while not self._queue.empty():
+                    batch.append(self._queue.get_nowait())
+                await self._commit(functools.partial(self._handle_all, messages=batch), batch)
+        except asyncio.CancelledError:
+            raise
+        finally:
+            for handle in self._timers:
+                handle.cancel()
+            self._fail_pending(Ack(Decision.RETRY_LATER, "instance runner stopped"))
+            self._on_exit(self)
+
+    async def _commit(self, work: Callable[[_Batch], Any], messages: list[Message]) -> None:
+        effects = Effects()
+        try:
+            async with self.s.db.transaction() as conn:
+                batch = _Batch(conn, self.clock.now(), effects)
+                await instance_repo.fence(conn, self.id, self.instance.epoch)
+                await work(batch)
+                await self._flush(batch)
+        except OwnershipLost:
+            log.warning(
+                "instance %s: epoch %s lost ownership; dropping it", self.id, self.instance.epoch
+            )
+            self.s.metrics.ownership_lost += 1
+            self._answer(messages, Ack(Decision.NOT_OWNER, "ownership moved"))
+            self.done = True
+            return
+        except Exception:  # a failed batch left the store as it was; resync from it
+            log.exception("instance %s: batch failed; reloading from the store", self.id)
+            self._answer(messages, Ack(Decision.RETRY_LATER, "master could not apply the event"))
+            self.done = True
+            self.s.reload(self.id)
+            return
+        effects.run(self)
+        if self.execution.finished is not None:
+            self.done = True
+        self.s.notifier.notify(self.id)
+
+    @staticmethod
+    def _answer(messages: list[Message], ack: Ack) -> None:
+        for msg in messages:
+            if isinstance(msg, WorkerEvent) and not msg.reply.done():
+                msg.reply.set_result(ack)
+            elif isinstance(msg, Control) and not msg.reply.done():
+                msg.reply.set_exception(OwnershipLost("the instance moved to another master"))
+
+    def _fail_pending(self, ack: Ack) -> None:
+        while not self._queue.empty():
+            self._answer([self._queue.get_nowait()], ack)
+
+    # ------------------------------------------------------------------------- messages
+
+    async def _handle_all(self, b: _Batch, *, messages: list[Message]) -> None:
+        for msg in messages:
+            if isinstance(msg, WorkerEvent):
+                await self._on_worker_event(b, msg)
+            elif isinstance(msg, Dispatched):
+                await self._on_dispatched(b, msg)
+            elif isinstance(msg, RetryDue):
+                await self._apply(b, self.execution.retry_due(msg.task))
+            elif isinstance(msg, DelayDue):
+                await self._on_delay_due(b, msg.task_instance_id)
+            elif isinstance(msg, TimeoutWarning):
+                self._on_timeout_warning(b, msg.task_instance_id)
+            elif isinstance(msg, TakeOverResult):
+                await self._on_take_over(b, msg)
+            elif isinstance(msg, KillUnanswered):
+                await self._on_kill_unanswered(b, msg.task_instance_id)
+            else:
+                await self._on_control(b, msg)
+
+    async def _on_worker_event(self, b: _Batch, msg: WorkerEvent) -> None:
+        event = msg.event
+        state = _EVENT_STATE[event.type]
+        track = self.tracks.get(event.task_instance_id)
+        if track is None or track.attempt != event.attempt:
+            self.s.metrics.stale_events += 1
+            b.effects.ack(msg, Ack(Decision.REJECTED_STALE, "attempt superseded"))
+            return
+        if not self._from_owner(track, msg):
+            self.s.metrics.stale_events += 1
+            log.warning(
+                "stale event %s for task instance %s from %s epoch %s (owner %s epoch %s)",
+                event.event_id,
+                track.ti_id,
+                msg.worker_address,
+                msg.worker_epoch,
+                track.host,
+                track.worker_epoch,
+            )
+            b.effects.ack(msg, Ack(Decision.REJECTED_STALE, "worker epoch does not own attempt"))
+            return
+        if track.state is state or (state is TaskState.RUNNING and track.state.terminal):
+            b.effects.ack(msg, Ack(Decision.DUPLICATE))
+            return
+        if track.state.terminal:
+            b.effects.ack(msg, Ack(Decision.REJECTED_STALE, f"attempt already {track.state}"))
+            return
+        values: dict[str, Any] = {"host": msg.worker_address, "worker_epoch": msg.worker_epoch}
+        if state is TaskState.RUNNING:
+            values.update(start_time=event.event_time, pid=event.pid, log_path=event.log_path)
+        else:
+            values.update(
+                end_time=event.event_time,
+                exit_code=event.exit_code,
+                out_params=dict(event.out_params),
+                state_reason=event.message[:1024],
+            )
+        expected = _BEFORE_RUNNING if state is TaskState.RUNNING else _BEFORE_END
+        changed = await ti_repo.transition(
+            b.conn,
+            track.ti_id,
+            expected=expected,
+            state=state,
+            worker_epoch=msg.worker_epoch,
+            values=values,
+        )
+        if not changed:
+            self.s.metrics.stale_events += 1
+            b.effects.ack(msg, Ack(Decision.REJECTED_STALE, "attempt no longer matches"))
+            return
+        track.host, track.worker_epoch = msg.worker_address, msg.worker_epoch
+        self._set_state(b, track, state, event.message)
+        if state is TaskState.SUCCEEDED and event.out_params:
+            self.var_pool.update(event.out_params)
+            b.instance_values["var_pool"] = dict(self.var_pool)
+        if state is TaskState.RUNNING:
+            self._arm_timeout_warning(b, track)
+        b.effects.ack(msg, Ack(Decision.ACCEPTED))
+        await self._apply(b, self.execution.task_state(track.task, state, b.now))
+
+    @staticmethod
+    def _from_owner(track: Track, msg: WorkerEvent) -> bool:
+        """Whether the reporting worker incarnation owns the attempt (the fencing check)."""
+        if track.worker_epoch:
+            return track.worker_epoch == msg.worker_epoch and track.host == msg.worker_address
+        # Not recorded yet: the RUNNING event overtook the dispatch reply. Only the worker we sent
+        # the attempt to may report it.
+        return track.job is not None and track.job.target == msg.worker_address
+
+    async def _on_dispatched(self, b: _Batch, msg: Dispatched) -> None:
+        track = self.tracks.get(msg.task_instance_id)
+        if track is None or track.state is not TaskState.SUBMITTED:
+            return  # superseded, or its RUNNING event overtook this reply and recorded the host
+        values = {"host": msg.host, "worker_epoch": msg.worker_epoch, "log_path": msg.log_path}
+        if await ti_repo.transition(
+            b.conn,
+            track.ti_id,
+            expected={TaskState.SUBMITTED},
+            state=TaskState.DISPATCHED,
+            values=values,
+        ):
+            track.host, track.worker_epoch = msg.host, msg.worker_epoch
+            self._set_state(b, track, TaskState.DISPATCHED, f"on {msg.host}")
+            await self._apply(b, self.execution.task_state(track.task, TaskState.DISPATCHED, b.now))
+
+    async def _on_delay_due(self, b: _Batch, ti_id: int) -> None:
+        track = self.tracks.get(ti_id)
+        if track is None or track.state is not TaskState.DELAY_EXECUTION:
+            return
+        if await ti_repo.transition(
+            b.conn, ti_id, expected={TaskState.DELAY_EXECUTION}, state=TaskState.SUBMITTED
+        ):
+            self._set_state(b, track, TaskState.SUBMITTED, "delay elapsed")
+            self.execution.task_state(track.task, TaskState.SUBMITTED, b.now)
+            b.effects.dispatch(self._job(track))
+
+    def _on_timeout_warning(self, b: _Batch, ti_id: int) -> None:
+        track = self.tracks.get(ti_id)
+        if track is not None and track.state is TaskState.RUNNING:
+            timeout = self.dag.tasks[track.task].timeout
+            b.events.append(
+                self._event(track, None, "TIMEOUT_WARNING", f"running longer than {timeout}")
+            )
+
+    async def _on_take_over(self, b: _Batch, msg: TakeOverResult) -> None:
+        track = self.tracks.get(msg.task_instance_id)
+        if msg.found or track is None or track.state.terminal:
+            return
+        if await ti_repo.transition(
+            b.conn,
+            track.ti_id,
+            expected=_BEFORE_END,
+            state=TaskState.NEED_FAULT_TOLERANCE,
+            values={"valid": False, "end_time": b.now},
+        ):
+            self._set_state(b, track, TaskState.NEED_FAULT_TOLERANCE, "its worker is gone")
+            del self.tracks[track.ti_id]
+            await self._apply(b, self.execution.replace(track.task))
+
+    async def _on_kill_unanswered(self, b: _Batch, ti_id: int) -> None:
+        # The worker had no such attempt (and has remembered the kill, so a late dispatch will not
+        # run it); if no result arrived meanwhile, the attempt ends KILLED here.
+        track = self.tracks.get(ti_id)
+        if track is None or track.state.terminal:
+            return
+        if await ti_repo.transition(
+            b.conn, ti_id, expected=_BEFORE_END, state=TaskState.KILLED, values={"end_time": b.now}
+        ):
+            self._set_state(b, track, TaskState.KILLED, "killed before it started")
+            await self._apply(b, self.execution.task_state(track.task, TaskState.KILLED, b.now))
+
+    async def _on_control(self, b: _Batch, msg: Control) -> None:
+        before = self.execution.phase
+        actions = self.execution.pause() if msg.kind is ControlKind.PAUSE else self.execution.stop()
+        after = self.execution.phase
+        if after is not before and self.execution.finished is None:
+            b.instance_values["state"] = after.value
+            b.events.append(
+                NewEvent(
+                    workflow_instance_id=self.id,
+                    workflow_state=after,
+                    message=f"{msg.kind.value.lower()} requested",
+                )
+            )
+        await self._apply(b, actions)
+        b.effects.reply_instance(msg.reply)
+
+    # ------------------------------------------------------------------------- actions
+
+    async def _apply(self, b: _Batch, actions: list[ex.Action]) -> None:
+        pending = list(actions)
+        while pending:
+            action = pending.pop(0)
+            if isinstance(action, ex.Create):
+                b.creates.append(action)
+            elif isinstance(action, ex.Redispatch):
+                b.effects.dispatch(self._job(self.tracks[action.task_instance_id]))
+            elif isinstance(action, ex.Adopt):
+                adopted = self.tracks[action.task_instance_id]
+                b.effects.adopt(adopted.ti_id, adopted.attempt, adopted.host, adopted.worker_epoch)
+            elif isinstance(action, ex.ScheduleRetry):
+                b.effects.timer(action.delay.total_seconds(), RetryDue(action.task))
+                failed = self.tracks.get(self.execution.task_instance_of(action.task))
+                if failed is not None:
+                    b.events.append(
+                        self._event(failed, None, "RETRY_SCHEDULED", f"retry in {action.delay}")
+                    )
+            elif isinstance(action, ex.Kill):
+                self._kill(b, self.tracks[action.task_instance_id])
+            elif isinstance(action, ex.Cancel):
+                pending.extend(await self._cancel(b, action))
+            else:
+                await self._finish(b, action)
+
+    def _kill(self, b: _Batch, track: Track) -> None:
+        if track.job is not None and not track.job.sent:
+            track.job.cancelled = True
+        target = track.host or (track.job.target if track.job is not None else "")
+        b.effects.kill(track.ti_id, track.attempt, target)
+
+    async def _cancel(self, b: _Batch, action: ex.Cancel) -> list[ex.Action]:
+        track = self.tracks[action.task_instance_id]
+        if track.job is not None and track.job.sent:
+            # Already on its way to a worker: it cannot be withdrawn, only killed or left to finish.
+            if action.state is TaskState.KILLED:
+                self._kill(b, track)
+            return self.execution.task_state(track.task, TaskState.DISPATCHED, b.now)
+        if track.job is not None:
+            track.job.cancelled = True
+        if not await ti_repo.transition(
+            b.conn,
+            track.ti_id,
+            expected={TaskState.SUBMITTED, TaskState.DELAY_EXECUTION},
+            state=action.state,
+            values={"end_time": b.now},
+        ):
+            return []
+        self._set_state(b, track, action.state, "cancelled before it reached a worker")
+        return self.execution.task_state(track.task, action.state, b.now)
+
+    async def _finish(self, b: _Batch, action: ex.Finish) -> None:
+        await instance_repo.set_state(
+            b.conn,
+            self.id,
+            epoch=self.instance.epoch,
+            expected=OWNED_STATES,
+            state=action.state,
+            values={"end_time": b.now, "state_reason": action.reason[:1024]},
+        )
+        b.events.append(
+            NewEvent(
+                workflow_instance_id=self.id, workflow_state=action.state, message=action.reason
+            )
+        )
+
+    async def _flush(self, b: _Batch) -> None:
+        """Writes what the batch accumulated: new attempts, instance fields, event rows."""
+        while b.creates:
+            creates, b.creates = b.creates, []
+            await self._create_attempts(b, creates)
+        if b.instance_values:
+            await instance_repo.update_fields(
+                b.conn, self.id, self.instance.epoch, b.instance_values
+            )
+        await event_log.append(b.conn, b.events, b.now)
+
+    async def _create_attempts(self, b: _Batch, creates: list[ex.Create]) -> None:
+        rows = [
+            NewAttempt(
+                task_name=c.task,
+                attempt=c.attempt,
+                retry_times=c.retry_times,
+                state=TaskState.DELAY_EXECUTION if c.delay else TaskState.SUBMITTED,
+                priority=self.dag.tasks[c.task].priority,
+                worker_group=self._group(self.dag.tasks[c.task]),
+            )
+            for c in creates
+        ]
+        ids = await ti_repo.create_attempts(b.conn, self.id, rows, b.now)
+        for ti_id, create, row in zip(ids, creates, rows, strict=True):
+            for old in [t for t in self.tracks.values() if t.task == create.task]:
+                del self.tracks[old.ti_id]  # superseded in the same transaction
+            track = Track(
+                ti_id, create.task, create.attempt, create.retry_times, row.state, "", 0, b.now
+            )
+            self.tracks[ti_id] = track
+            self.execution.attempt_created(create.task, ti_id, row.state)
+            b.events.append(
+                self._event(track, row.state, "STATE", f"attempt {create.attempt} created")
+            )
+            if create.delay:
+                b.effects.timer(create.delay.total_seconds(), DelayDue(ti_id))
+            else:
+                b.effects.dispatch(self._job(track))
+
+    # ------------------------------------------------------------------------- helpers
+
+    def _set_state(self, b: _Batch, track: Track, state: TaskState, message: str) -> None:
+        track.state = state
+        b.events.append(self._event(track, state, "STATE", message))
+
+    def _event(self, track: Track, state: TaskState | None, kind: str, message: str) -> NewEvent:
+        return NewEvent(
+            workflow_instance_id=self.id,
+            task_instance_id=track.ti_id,
+            task_name=track.task,
+            task_state=state,
+            kind=kind,
+            message=message,
+        )
+
+    def _group(self, task: TaskSpec) -> str:
+        return task.worker_group or self.instance.options.worker_group or self.s.default_group
+
+    def _arm_timeout_warning(self, b: _Batch, track: Track) -> None:
+        task = self.dag.tasks[track.task]
+        if task.timeout > timedelta(0) and task.timeout_strategy in (
+            TimeoutStrategy.WARN,
+            TimeoutStrategy.WARN_FAIL,
+        ):
+            b.effects.timer(task.timeout.total_seconds(), TimeoutWarning(track.ti_id))
+
+    def _job(self, track: Track) -> DispatchJob:
+        task = self.dag.tasks[track.task]
+        assert task.kind is not None  # validated definitions always have a kind
+        spec = DispatchSpec(
+            task_instance_id=track.ti_id,
+            attempt=track.attempt,
+            workflow_instance_id=self.id,
+            workflow_code=self.workflow.id,
+            workflow_version=self.workflow.version,
+            task_name=track.task,
+            idempotency_key=idempotency_key(self.id, track.task, track.attempt),
+            kind=task.kind,
+            params=self._params(task),
+            timeout=task.timeout,
+            timeout_strategy=task.timeout_strategy,
+            dry_run=self.instance.options.dry_run,
+            owner_address=self.s.address,
+            owner_epoch=self.instance.epoch,
+            submit_time=track.submit_time,
+        )
+        job = DispatchJob(
+            spec=spec,
+            worker_group=self._group(task),
+            order=(self.instance.options.priority.rank, task.priority.rank, track.ti_id),
+            on_dispatched=self.post,
+        )
+        track.job = job
+        return job
+
+    def _params(self, task: TaskSpec) -> Mapping[str, str]:
+        return resolve_params(
+            global_params=self.workflow.spec.params,
+            var_pool=self.var_pool,
+            local_params=task.params,
+            startup_params=self.instance.options.params,
+        )
+
+    def schedule(self, delay: float, message: Message) -> None:
+        """Posts ``message`` to this runner after ``delay`` seconds (timers die with the runner)."""
+        loop = asyncio.get_running_loop()
+        self._timers.append(loop.call_later(max(delay, 0.0), self.post, message))

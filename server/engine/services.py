@@ -1,0 +1,118 @@
+"""What instance runners share: the store, the clock, the dispatcher, workers, and worker calls."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from grpc import aio
+
+from dsched.server.constants import KILL_GRACE_S
+from dsched.server.core.ports import Clock
+from dsched.server.core.records import InstanceRecord
+from dsched.server.engine.dispatcher import Dispatcher
+from dsched.server.engine.messages import KillUnanswered, TakeOverResult
+from dsched.server.engine.notifier import Notifier
+from dsched.server.engine.workers import WorkerDirectory
+from dsched.server.store import instances as instance_repo
+from dsched.server.store.database import Database
+from dsched.v1 import worker_service_pb2
+
+if TYPE_CHECKING:
+    from dsched.server.engine.runner import InstanceRunner
+
+log = logging.getLogger(__name__)
+
+WORKER_CALL_TIMEOUT_S = 10.0
+
+
+@dataclass(slots=True)
+class EngineMetrics:
+    """Counters exposed for tests and operators (stale reports are rejected and counted)."""
+
+    stale_events: int = 0
+    ownership_lost: int = 0
+    commands_claimed: int = 0
+    commands_lost_race: int = 0
+
+
+@dataclass(slots=True, kw_only=True)
+class EngineServices:
+    db: Database
+    clock: Clock
+    dispatcher: Dispatcher
+    workers: WorkerDirectory
+    notifier: Notifier
+    address: str
+    epoch: int
+    default_group: str
+    reload: Callable[[int], None]
+    metrics: EngineMetrics = field(default_factory=EngineMetrics)
+    _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Runs a fire-and-forget coroutine, keeping a reference so it is not collected."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def cancel_background(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def kill_task(
+        self, runner: InstanceRunner, ti_id: int, attempt: int, target: str
+    ) -> None:
+        """Asks the worker to kill an attempt; if it has none, ends it KILLED after a grace."""
+        found = False
+        if target:
+            try:
+                reply = await self.workers.worker_stub(target).KillTask(
+                    worker_service_pb2.KillTaskRequest(
+                        task_instance_id=ti_id, attempt=attempt, reason="stopped by the master"
+                    ),
+                    timeout=WORKER_CALL_TIMEOUT_S,
+                )
+                found = reply.found
+            except aio.AioRpcError as err:
+                log.warning("kill of task instance %s on %s failed: %s", ti_id, target, err.code())
+                if self.workers.get(target) is not None:
+                    return  # alive but unreachable now: its result (or a failover) settles it
+        if not found:
+            runner.schedule(KILL_GRACE_S, KillUnanswered(ti_id))
+
+    async def take_over(
+        self, runner: InstanceRunner, ti_id: int, attempt: int, host: str, worker_epoch: int
+    ) -> None:
+        """Tells the worker holding an adopted attempt that this master owns it now."""
+        found = False
+        live = self.workers.get(host) if host else None
+        if live is not None and live.epoch == worker_epoch:
+            try:
+                reply = await self.workers.worker_stub(host).TakeOverTask(
+                    worker_service_pb2.TakeOverTaskRequest(
+                        task_instance_id=ti_id,
+                        attempt=attempt,
+                        owner_address=self.address,
+                        owner_epoch=runner.instance.epoch,
+                    ),
+                    timeout=WORKER_CALL_TIMEOUT_S,
+                )
+                found = reply.found
+            except aio.AioRpcError as err:
+                log.warning(
+                    "take-over of task instance %s on %s failed: %s", ti_id, host, err.code()
+                )
+        runner.post(TakeOverResult(ti_id, found))
+
+    async def reply_with_instance(
+        self, instance_id: int, future: asyncio.Future[InstanceRecord]
+    ) -> None:
+        async with self.db.read() as conn:
+            record = await instance_repo.get_instance(conn, instance_id)
+        if not future.done():
+            future.set_result(record)

@@ -1,0 +1,146 @@
+"""The master's view of live workers: registry membership, heartbeats, selection and channels.
+
+Membership comes from the registry's ephemeral worker nodes (``<group>@<host:port>``) and their
+heartbeat data; the database is never asked who is alive. Channels to workers are cached per address
+and closed when the worker leaves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+
+from grpc import aio
+
+from dsched.errors import DschedError
+from dsched.server.constants import WORKERS_PATH
+from dsched.server.coord.registry import Registry
+from dsched.server.core.ports import Clock
+from dsched.server.core.selection import Candidate, Selector, make_selector
+from dsched.server.heartbeat import HeartbeatInfo, ServerStatus, decode_heartbeat
+from dsched.server.rpc.serving import CHANNEL_OPTIONS
+from dsched.v1 import log_service_pb2_grpc, worker_service_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerRef:
+    address: str
+    group: str
+    heartbeat: HeartbeatInfo
+
+    @property
+    def epoch(self) -> int:
+        return self.heartbeat.epoch
+
+
+def parse_member(name: str) -> tuple[str, str] | None:
+    """``"<group>@<host:port>"`` -> (group, address)."""
+    group, sep, address = name.partition("@")
+    return (group, address) if sep and group and address else None
+
+
+class WorkerDirectory:
+    """Live workers by address. ``start`` subscribes to the registry; ``stop`` closes channels."""
+
+    def __init__(
+        self, registry: Registry, clock: Clock, *, selector: str, warmup: timedelta
+    ) -> None:
+        self._registry = registry
+        self._clock = clock
+        self._selectors: dict[str, Selector] = {}
+        self._selector_name = selector
+        self._warmup = warmup
+        self._workers: dict[str, WorkerRef] = {}
+        self._channels: dict[str, aio.Channel] = {}
+        self._changed = asyncio.Event()
+        self._cancel_watch: object = None
+
+    async def start(self) -> None:
+        self._cancel_watch = self._registry.watch_children(WORKERS_PATH, self._on_members)
+
+    async def stop(self) -> None:
+        if callable(self._cancel_watch):
+            self._cancel_watch()
+        for channel in self._channels.values():
+            await channel.close()
+        self._channels.clear()
+
+    def _on_members(self, children: Mapping[str, bytes]) -> None:
+        workers: dict[str, WorkerRef] = {}
+        for name, data in children.items():
+            parsed = parse_member(name)
+            if parsed is None:
+                continue
+            try:
+                heartbeat = decode_heartbeat(data)
+            except DschedError:
+                log.warning("ignoring worker %s with an unreadable heartbeat", name)
+                continue
+            workers[parsed[1]] = WorkerRef(parsed[1], parsed[0], heartbeat)
+        for gone in set(self._workers) - set(workers):
+            channel = self._channels.pop(gone, None)
+            if channel is not None:
+                asyncio.get_running_loop().create_task(channel.close())
+        self._workers = workers
+        # Wake everyone waiting for a change, then arm a fresh event for the next one.
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    @property
+    def members(self) -> list[WorkerRef]:
+        return sorted(self._workers.values(), key=lambda w: (w.group, w.address))
+
+    def get(self, address: str) -> WorkerRef | None:
+        return self._workers.get(address)
+
+    async def changed(self) -> None:
+        """Returns at the next membership or heartbeat change."""
+        await self._changed.wait()
+
+    def pick(self, group: str) -> WorkerRef | None:
+        """A NORMAL worker of ``group`` chosen by the configured selector, or None."""
+        pool = [
+            w
+            for w in self._workers.values()
+            if w.group == group and w.heartbeat.status is ServerStatus.NORMAL
+        ]
+        if not pool:
+            return None
+        selector = self._selectors.get(group)
+        if selector is None:
+            selector = self._selectors[group] = make_selector(self._selector_name, self._warmup)
+        by_address = {w.address: w for w in pool}
+        chosen = selector.select([_candidate(w) for w in pool], self._clock.now())
+        return by_address[chosen.address] if chosen is not None else None
+
+    def _channel(self, address: str) -> aio.Channel:
+        channel = self._channels.get(address)
+        if channel is None:
+            channel = self._channels[address] = aio.insecure_channel(
+                address, options=CHANNEL_OPTIONS
+            )
+        return channel
+
+    def worker_stub(self, address: str) -> worker_service_pb2_grpc.WorkerServiceAsyncStub:
+        return worker_service_pb2_grpc.WorkerServiceStub(self._channel(address))
+
+    def log_stub(self, address: str) -> log_service_pb2_grpc.LogServiceAsyncStub:
+        return log_service_pb2_grpc.LogServiceStub(self._channel(address))
+
+
+def _candidate(w: WorkerRef) -> Candidate:
+    hb = w.heartbeat
+    return Candidate(
+        address=w.address,
+        cpu=hb.cpu_usage,
+        memory=hb.memory_usage,
+        load=hb.load_average,
+        slots_in_use=hb.slots_in_use,
+        slots_total=hb.slots_total,
+        start_time=hb.start_time,
+    )
