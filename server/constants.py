@@ -4,7 +4,9 @@ from __future__ import annotations
 
 # Registry layout (relative to the registry's namespace / ZooKeeper chroot).
 MASTERS_PATH = "/nodes/masters"  # ephemeral children "<host:port>", data = Heartbeat proto bytes
-WORKERS_PATH = "/nodes/workers"  # ephemeral children "<group>/<host:port>" flattened as "<group>@<host:port>"
+WORKERS_PATH = (
+    "/nodes/workers"  # ephemeral children "<group>/<host:port>" flattened as "<group>@<host:port>"
+)
 LOCKS_PATH = "/locks"  # lock nodes "/locks/<name>"
 EPOCHS_PATH = "/epochs"  # sequential nodes that hand out worker epochs
 
@@ -13,8 +15,8 @@ DEFAULT_WORKER_PORT = 1234
 DEFAULT_WORKER_GROUP = "default"
 
 HEARTBEAT_INTERVAL_S = 5.0
-# A log follow or watch stream with nothing to say sends an empty frame this often, so clients can tell
-# a quiet stream from a dead one.
+# A log follow or watch stream with nothing to say sends an empty frame this often, so clients can
+# tell a quiet stream from a dead one.
 PROGRESS_FRAME_INTERVAL_S = 5.0
 # Grace between SIGTERM and SIGKILL when a task's process group is killed.
 KILL_GRACE_S = 5.0

@@ -1,17 +1,19 @@
 """The registry interface: ZooKeeper's semantics, independent of ZooKeeper.
 
-A registry client holds one *session*. Members registered through it are *ephemeral*: they vanish when
-the session ends (``stop``, or expiry after the session timeout without contact). Watches report the
-current children of a path after every change. Locks are held by a session and released when it ends.
+A registry client holds one *session*. Members registered through it are *ephemeral*: they vanish
+when the session ends (``stop``, or expiry after the session timeout without contact). Watches
+report the current children of a path after every change. Locks are held by a session and released
+when it ends.
 
-Connection states follow kazoo's: CONNECTED; SUSPENDED (contact lost, the session may still be alive:
-stop claiming and dispatching new work); LOST (the session expired: every ephemeral member and lock of
-this client is gone and other servers may already have taken over; the owner must fence itself and
-re-register with a new epoch). A client keeps reconnecting after LOST with a fresh session.
+Connection states follow kazoo's: CONNECTED; SUSPENDED (contact lost, the session may still be
+alive: stop claiming and dispatching new work); LOST (the session expired: every ephemeral member
+and lock of this client is gone and other servers may already have taken over; the owner must fence
+itself and re-register with a new epoch). A client keeps reconnecting after LOST with a fresh
+session.
 
 Two implementations satisfy it: :mod:`dsched.server.coord.embedded` (in-process, for standalone and
-tests) and the ZooKeeper one (kazoo) used by clusters. Listeners and watch callbacks are always invoked
-on the event loop that called ``start``.
+tests) and the ZooKeeper one (kazoo) used by clusters. Listeners and watch callbacks are always
+invoked on the event loop that called ``start``.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ class Registry(Protocol):
         ...
 
     async def register(self, path: str, data: bytes) -> None:
-        """Creates the ephemeral node ``path`` with ``data`` (replacing a stale node of this name)."""
+        """Creates the ephemeral node ``path`` with ``data`` (replacing a stale node of this
+        name)."""
         ...
 
     async def update(self, path: str, data: bytes) -> None:

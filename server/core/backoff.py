@@ -1,4 +1,5 @@
-"""Retry timing as one small value object (exponential back-off with jitter and an optional deadline).
+"""Retry timing as one small value object (exponential back-off with jitter and an optional
+deadline).
 
 Call sites iterate over :meth:`Backoff.delays` instead of writing their own retry loops::
 

@@ -13,7 +13,8 @@ from dsched.spec import TaskSpec, WorkflowSpec
 
 
 class Dag:
-    """Tasks by name with their upstream and downstream neighbours, in a stable topological order."""
+    """Tasks by name with their upstream and downstream neighbours, in a stable topological
+    order."""
 
     def __init__(self, spec: WorkflowSpec) -> None:
         self.tasks: dict[str, TaskSpec] = {t.name: t for t in spec.tasks}
@@ -73,8 +74,13 @@ class Dag:
 
     def scope(self, start: Iterable[str], depend: TaskDependType) -> frozenset[str]:
         """The tasks a run covers: everything when ``start`` is empty, else the start tasks extended
-        upstream (TASK_PRE), downstream (TASK_POST) or not at all (TASK_ONLY)."""
+        upstream (TASK_PRE), downstream (TASK_POST) or not at all (TASK_ONLY).
+
+        Raises ValueError if a start task is not in the DAG (whatever the depend type)."""
         start_set = set(start)
+        unknown = start_set - self.tasks.keys()
+        if unknown:
+            raise ValueError(f"unknown start tasks: {', '.join(sorted(unknown))}")
         if not start_set:
             return frozenset(self.tasks)
         if depend is TaskDependType.TASK_PRE:

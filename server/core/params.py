@@ -1,9 +1,9 @@
 """Parameter resolution for a task attempt.
 
 Precedence, lowest first (DolphinScheduler's order without its text templating): global workflow
-parameters < OUT parameters of finished tasks (the instance's var pool) < the task's local parameters <
-startup parameters of the run. The result reaches the task as environment variables; nothing is spliced
-into script text, so a parameter value can never become shell code.
+parameters < OUT parameters of finished tasks (the instance's var pool) < the task's local
+parameters < startup parameters of the run. The result reaches the task as environment variables;
+nothing is spliced into script text, so a parameter value can never become shell code.
 """
 
 from __future__ import annotations

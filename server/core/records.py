@@ -96,6 +96,7 @@ class CommandRecord:
     workflow_instance_id: int
     priority: Priority
     scope: RunScope | None  # set for EXECUTE_FROM_TASK
+    restore_state: WorkflowState | None  # set for FAILOVER: the state the instance had
     create_time: datetime
 
 

@@ -1,8 +1,9 @@
 """State machines of workflow and task instances, as tables (DESIGN.md §8.3).
 
-Every transition the engine or the API persists is checked against these tables first; a forbidden one
-raises :class:`~dsched.errors.IllegalTransition` (FAILED_PRECONDITION on the wire). The tables follow
-DolphinScheduler's state set (see ``reference/dolphinscheduler.md`` §1.4) with dsched's names.
+Every transition the engine or the API persists is checked against these tables first; a forbidden
+one raises :class:`~dsched.errors.IllegalTransition` (FAILED_PRECONDITION on the wire). The tables
+follow DolphinScheduler's state set (see ``reference/dolphinscheduler.md`` §1.4) with dsched's
+names.
 """
 
 from __future__ import annotations
@@ -46,9 +47,7 @@ TASK_TRANSITIONS: Mapping[TaskState, frozenset[TaskState]] = {
             T.NEED_FAULT_TOLERANCE,
         }
     ),
-    T.DISPATCHED: frozenset(
-        {T.RUNNING, T.SUCCEEDED, T.FAILED, T.KILLED, T.NEED_FAULT_TOLERANCE}
-    ),
+    T.DISPATCHED: frozenset({T.RUNNING, T.SUCCEEDED, T.FAILED, T.KILLED, T.NEED_FAULT_TOLERANCE}),
     T.RUNNING: frozenset({T.SUCCEEDED, T.FAILED, T.KILLED, T.NEED_FAULT_TOLERANCE}),
     T.FAILED: frozenset({T.FORCED_SUCCESS}),
     T.KILLED: frozenset({T.FORCED_SUCCESS}),

@@ -1,8 +1,9 @@
 """The one place where server-side exceptions become gRPC statuses.
 
 Handlers raise :class:`dsched.errors.DschedError` subclasses; this interceptor turns them into a
-``google.rpc.Status`` with ``ErrorInfo`` (and ``BadRequest`` for invalid input). Any other exception is a
-bug: it is logged with its traceback and answered with INTERNAL, without leaking internals to the caller.
+``google.rpc.Status`` with ``ErrorInfo`` (and ``BadRequest`` for invalid input). Any other
+exception is a bug: it is logged with its traceback and answered with INTERNAL, without leaking
+internals to the caller.
 """
 
 from __future__ import annotations

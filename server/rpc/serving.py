@@ -1,9 +1,9 @@
 """Builds a ``grpc.aio`` server the way every dsched server needs it.
 
 Every server gets: the error interceptor, gRPC health checking (overall and per service), and server
-reflection under both ``grpc.reflection.v1alpha`` and ``grpc.reflection.v1``. grpcio-reflection only ships
-v1alpha; the two protocols are wire-identical, so the same servicer is mounted a second time under the v1
-name (some clients, such as ``buf curl``, speak only v1).
+reflection under both ``grpc.reflection.v1alpha`` and ``grpc.reflection.v1``. grpcio-reflection
+only ships v1alpha; the two protocols are wire-identical, so the same servicer is mounted a second
+time under the v1 name (some clients, such as ``buf curl``, speak only v1).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2
 
 from dsched.server.rpc.interceptor import ErrorInterceptor
 
-# Keepalive: clients ping every 30 s on idle streams (log follow, watch); the server must allow it or
-# it answers GOAWAY "too_many_pings" and long-lived streams die.
+# Keepalive: clients ping every 30 s on idle streams (log follow, watch); the server must allow it
+# or it answers GOAWAY "too_many_pings" and long-lived streams die.
 SERVER_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.keepalive_time_ms", 30_000),
     ("grpc.keepalive_timeout_ms", 10_000),
@@ -96,6 +96,7 @@ class Serving:
         return self.port
 
     async def stop(self, grace: float = 5.0) -> None:
-        """Reports NOT_SERVING, then stops accepting calls and waits up to ``grace`` for running ones."""
+        """Reports NOT_SERVING, then stops accepting calls and waits up to ``grace`` for running
+        ones."""
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace)

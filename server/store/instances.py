@@ -106,15 +106,20 @@ async def add_command(
     priority_rank: int,
     scope: RunScope | None,
     now: datetime,
+    *,
+    restore_state: WorkflowState | None = None,
 ) -> int:
     """Queues a command. ABORTED if the instance already has a pending command."""
+    doc: dict[str, Any] | None = scope_to_json(scope) if scope is not None else None
+    if restore_state is not None:
+        doc = {**(doc or {}), "restore_state": restore_state.value}
     try:
         result = await conn.execute(
             insert(C).values(
                 type=kind.value,
                 workflow_instance_id=instance_id,
                 priority_rank=priority_rank,
-                scope=scope_to_json(scope) if scope is not None else None,
+                scope=doc,
                 create_time=now,
             )
         )
@@ -174,7 +179,12 @@ async def pending_commands(conn: AsyncConnection, limit: int) -> list[CommandRec
             type=CommandType(r.type),
             workflow_instance_id=r.workflow_instance_id,
             priority=_priority(r.priority_rank),
-            scope=scope_from_json(r.scope) if r.scope is not None else None,
+            scope=scope_from_json(r.scope) if r.scope and "start_tasks" in r.scope else None,
+            restore_state=(
+                WorkflowState(r.scope["restore_state"])
+                if r.scope and "restore_state" in r.scope
+                else None
+            ),
             create_time=r.create_time,
         )
         for r in rows
@@ -272,3 +282,19 @@ async def owned_by_dead_epochs(
         )
     )
     return [(r.id, r.epoch, WorkflowState(r.state)) for r in rows]
+
+
+async def mark_failover(
+    conn: AsyncConnection, instance_id: int, dead_epoch: int, state: WorkflowState, now: datetime
+) -> bool:
+    """Moves an instance of a dead epoch to FAILOVER and queues its recovery command, in the
+    caller's transaction. False if the instance moved on meanwhile (nothing is written then)."""
+    result = await conn.execute(
+        update(WI)
+        .where(WI.c.id == instance_id, WI.c.epoch == dead_epoch, WI.c.state == state.value)
+        .values(state=WorkflowState.FAILOVER.value)
+    )
+    if result.rowcount != 1:
+        return False
+    await add_command(conn, instance_id, CommandType.FAILOVER, 0, None, now, restore_state=state)
+    return True

@@ -1,9 +1,10 @@
 """The dsched exception tree, shared by the servers and the SDK.
 
-Every error has a stable machine-readable ``reason`` (sent as ``google.rpc.ErrorInfo.reason``, domain
-``dsched``) and a canonical ``code`` (the name of a ``grpc.StatusCode``; only adapters turn it into the
-enum). The server's error interceptor maps these to a ``google.rpc.Status``; the SDK maps the status back
-to the same class, so ``except dsched.NotFound`` works on both sides of the wire::
+Every error has a stable machine-readable ``reason`` (sent as ``google.rpc.ErrorInfo.reason``,
+domain ``dsched``) and a canonical ``code`` (the name of a ``grpc.StatusCode``; only adapters turn
+it into the enum). The server's error interceptor maps these to a ``google.rpc.Status``; the SDK
+maps the status back to the same class, so ``except dsched.NotFound`` works on both sides of the
+wire::
 
     DschedError                      (UNKNOWN)
     ├── InvalidArgument              (INVALID_ARGUMENT)  carries field violations

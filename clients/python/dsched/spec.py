@@ -1,9 +1,9 @@
 """Workflow definitions as plain values, and their validation.
 
-The SDK validates a workflow with :func:`validate_workflow` before any RPC, and the server validates every
-definition it receives with the same function, so both sides agree on what a valid DAG is. Field paths in
-violations use the proto field names (``workflow.tasks[2].upstream_tasks``), so they read the same in an
-SDK exception and in a grpcurl error.
+The SDK validates a workflow with :func:`validate_workflow` before any RPC, and the server
+validates every definition it receives with the same function, so both sides agree on what a valid
+DAG is. Field paths in violations use the proto field names (``workflow.tasks[2].upstream_tasks``),
+so they read the same in an SDK exception and in a grpcurl error.
 """
 
 from __future__ import annotations
@@ -254,7 +254,8 @@ def validate_workflow(spec: WorkflowSpec) -> tuple[list[FieldViolation], bool]:
 
 
 def check_workflow(spec: WorkflowSpec) -> None:
-    """Raises :class:`InvalidWorkflow` (reason CYCLE_DETECTED for a cycle) if ``spec`` is invalid."""
+    """Raises :class:`InvalidWorkflow` (reason CYCLE_DETECTED for a cycle) if ``spec`` is
+    invalid."""
     violations, cyclic = validate_workflow(spec)
     if violations:
         raise InvalidWorkflow(

@@ -1,0 +1,190 @@
+"""Command consumption (DESIGN.md §3 step 2).
+
+The consumer sleeps until a command is inserted (an in-process notification; a slow periodic scan is
+only the fallback for commands written by other processes) and claims each command in one
+transaction: it deletes the command (0 rows deleted means another master took it) and stamps the
+instance with this master's address and epoch. Only after that commit does it build the instance's
+execution and start a runner, so an instance is driven by at most one master epoch at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dsched.options import CommandType
+from dsched.server.core.dag import Dag
+from dsched.server.core.execution import AttemptView, Execution
+from dsched.server.core.records import CommandRecord, InstanceRecord, RunScope, TaskInstanceRecord
+from dsched.server.engine.runner import InstanceRunner
+from dsched.server.engine.runners import Runners
+from dsched.server.engine.services import EngineServices
+from dsched.server.store import definitions, events
+from dsched.server.store import instances as instance_repo
+from dsched.server.store import task_instances as ti_repo
+from dsched.server.store.codec import scope_to_json
+from dsched.server.store.events import NewEvent
+from dsched.states import TaskState, WorkflowState
+
+log = logging.getLogger(__name__)
+
+FETCH_LIMIT = 50
+FALLBACK_SCAN_S = 5.0
+
+
+class CommandConsumer:
+    """Claims commands and starts runners. ``paused`` (overload, lost registry) stops claiming."""
+
+    def __init__(
+        self,
+        services: EngineServices,
+        runners: Runners,
+        *,
+        accepts: Callable[[CommandRecord], bool] = lambda _c: True,
+    ) -> None:
+        self.s = services
+        self.runners = runners
+        self._accepts = accepts
+        self.paused = False
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="command-consumer")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        while True:
+            signal = self.s.notifier.signal(0)
+            claimed = 0
+            if not self.paused:
+                try:
+                    claimed = await self.consume_once()
+                except Exception:  # the store may be briefly unreachable; the next scan retries
+                    log.exception("command scan failed")
+            if claimed < FETCH_LIMIT:
+                await self.s.notifier.wait(signal, FALLBACK_SCAN_S)
+
+    async def consume_once(self) -> int:
+        """Claims what is pending now; returns how many commands were looked at."""
+        async with self.s.db.read() as conn:
+            pending = await instance_repo.pending_commands(conn, FETCH_LIMIT)
+        for command in pending:
+            if self.paused:
+                break
+            if self._accepts(command) and self.runners.get(command.workflow_instance_id) is None:
+                await self._claim(command)
+        return len(pending)
+
+    async def _claim(self, command: CommandRecord) -> None:
+        try:
+            async with self.s.db.transaction() as conn:
+                started = await self._claim_in(conn, command)
+        except Exception:  # this command's data is broken or the store failed; log and go on
+            log.exception("could not claim command %s", command.id)
+            return
+        if started is None:
+            self.s.metrics.commands_lost_race += 1
+            return
+        self.s.metrics.commands_claimed += 1
+        self.runners.add(started)
+
+    async def _claim_in(
+        self, conn: AsyncConnection, command: CommandRecord
+    ) -> InstanceRunner | None:
+        now = self.s.clock.now()
+        instance = await instance_repo.get_instance(conn, command.workflow_instance_id)
+        workflow = await definitions.get_workflow_by_code(
+            conn, instance.workflow_code, instance.workflow_version
+        )
+        dag = Dag(workflow.spec)
+        state, values, scope = _plan(command, instance, now)
+        if not await instance_repo.claim(
+            conn, command, host=self.s.address, epoch=self.s.epoch, state=state, values=values
+        ):
+            return None
+        attempts = await ti_repo.valid_attempts(conn, instance.id)
+        superseded = _superseded(command, attempts, dag, scope)
+        await ti_repo.supersede(conn, [a.id for a in superseded])
+        attempts = [a for a in attempts if a not in superseded]
+        await events.append(
+            conn,
+            [
+                NewEvent(
+                    workflow_instance_id=instance.id,
+                    workflow_state=state,
+                    kind="CLAIMED",
+                    message=f"{command.type.value} claimed by {self.s.address} "
+                    f"(epoch {self.s.epoch})",
+                )
+            ],
+            now,
+        )
+        last = await ti_repo.last_attempts(conn, instance.id)
+        claimed = await instance_repo.get_instance(conn, instance.id)
+        execution = Execution.restore(
+            dag,
+            dag.scope(scope.start_tasks, scope.depend_type),
+            claimed.options.failure_strategy,
+            [_view(a) for a in attempts],
+            last,
+            phase=state,
+        )
+        return InstanceRunner(self.s, claimed, workflow, execution, attempts, self.runners.on_exit)
+
+
+def _plan(
+    command: CommandRecord, instance: InstanceRecord, now: Any
+) -> tuple[WorkflowState, dict[str, Any], RunScope]:
+    """The state, column values and run scope an instance gets when this command is claimed."""
+    scope = instance.run_scope
+    values: dict[str, Any] = {"command_type": command.type.value}
+    if command.type is CommandType.FAILOVER:
+        return command.restore_state or WorkflowState.RUNNING, values, scope
+    values.update(end_time=None, state_reason="")
+    if command.type is CommandType.START:
+        values["start_time"] = now
+    elif command.type is CommandType.RERUN:
+        scope = instance.options.scope
+        values.update(
+            start_time=now,
+            run_times=instance.run_times + 1,
+            var_pool={},
+            run_scope=scope_to_json(scope),
+        )
+    elif command.type is CommandType.EXECUTE_FROM_TASK and command.scope is not None:
+        scope = command.scope
+        values.update(run_times=instance.run_times + 1, run_scope=scope_to_json(scope))
+    return WorkflowState.RUNNING, values, scope
+
+
+def _superseded(
+    command: CommandRecord, attempts: list[TaskInstanceRecord], dag: Dag, scope: RunScope
+) -> list[TaskInstanceRecord]:
+    """Valid attempts the command replaces (they stay in the store, marked not valid)."""
+    if command.type is CommandType.RERUN:
+        return list(attempts)
+    if command.type is CommandType.RECOVER_FAILED:
+        return [a for a in attempts if a.state in (TaskState.FAILED, TaskState.KILLED)]
+    if command.type is CommandType.EXECUTE_FROM_TASK:
+        covered = dag.scope(scope.start_tasks, scope.depend_type)
+        return [a for a in attempts if a.task_name in covered]
+    return []
+
+
+def _view(a: TaskInstanceRecord) -> AttemptView:
+    return AttemptView(
+        task_instance_id=a.id,
+        task=a.task_name,
+        attempt=a.attempt,
+        retry_times=a.retry_times,
+        state=a.state,
+        end_time=a.end_time,
+    )
