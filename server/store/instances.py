@@ -298,3 +298,13 @@ async def mark_failover(
         return False
     await add_command(conn, instance_id, CommandType.FAILOVER, 0, None, now, restore_state=state)
     return True
+
+
+async def delete_commands(conn: AsyncConnection, instance_id: int) -> None:
+    """Drops the pending command of an instance (it was stopped before a master claimed it)."""
+    await conn.execute(delete(C).where(C.c.workflow_instance_id == instance_id))
+
+
+async def current_state(conn: AsyncConnection, instance_id: int) -> WorkflowState | None:
+    value = await conn.scalar(select(WI.c.state).where(WI.c.id == instance_id))
+    return WorkflowState(value) if value is not None else None

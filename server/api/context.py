@@ -1,0 +1,32 @@
+"""What the master's API servicers share (one object, built by the composition root)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from dsched.server.coord.registry import Registry
+from dsched.server.core.ports import Clock
+from dsched.server.engine.notifier import Notifier
+from dsched.server.engine.runners import Runners
+from dsched.server.engine.services import EngineMetrics
+from dsched.server.engine.workers import WorkerDirectory
+from dsched.server.store.database import Database
+
+
+@dataclass(slots=True, kw_only=True)
+class MasterContext:
+    db: Database
+    clock: Clock
+    notifier: Notifier
+    runners: Runners
+    workers: WorkerDirectory
+    registry: Registry
+    metrics: EngineMetrics
+    address: str
+    epoch: Callable[[], int]
+    start_time: datetime
+    version: str
+    default_group: str
+    ready: Callable[[], Awaitable[None]]

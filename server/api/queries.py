@@ -1,0 +1,193 @@
+"""MasterService: reading instances, task instances, events, the cluster and the server."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from grpc import aio
+
+from dsched.convert import SERVER_ROLE, SERVER_STATUS, WORKFLOW_STATE
+from dsched.errors import DschedError, NotFound
+from dsched.server.api import convert
+from dsched.server.api.context import MasterContext
+from dsched.server.api.validation import Checks
+from dsched.server.constants import MASTERS_PATH, PROGRESS_FRAME_INTERVAL_S
+from dsched.server.heartbeat import HeartbeatInfo, decode_heartbeat
+from dsched.server.store import events as event_log
+from dsched.server.store import instances as instance_repo
+from dsched.server.store import task_instances as ti_repo
+from dsched.states import WorkflowState
+from dsched.v1 import enums_pb2, resources_pb2
+from dsched.v1 import master_service_pb2 as pb
+
+Ctx = aio.ServicerContext[Any, Any]
+WATCH_BATCH = 500
+
+
+def heartbeat(info: HeartbeatInfo) -> resources_pb2.Heartbeat:
+    return resources_pb2.Heartbeat(
+        cpu_usage=info.cpu_usage,
+        memory_usage=info.memory_usage,
+        load_average=info.load_average,
+        disk_usage=info.disk_usage,
+        slots_total=info.slots_total,
+        slots_in_use=info.slots_in_use,
+        start_time=convert.timestamp(info.start_time),
+        report_time=convert.timestamp(info.report_time),
+        status=SERVER_STATUS.number(info.status),
+        epoch=info.epoch,
+        pid=info.pid,
+    )
+
+
+class QueriesApi:
+    ctx: MasterContext
+
+    async def GetWorkflowInstance(self, request: pb.GetWorkflowInstanceRequest, ctx: Ctx) -> Any:
+        checks = Checks()
+        checks.positive_id("id", request.id)
+        checks.raise_if_any()
+        async with self.ctx.db.read() as conn:
+            record = await instance_repo.get_instance(conn, request.id)
+        return pb.GetWorkflowInstanceResponse(instance=convert.instance(record))
+
+    async def ListWorkflowInstances(
+        self, request: pb.ListWorkflowInstancesRequest, ctx: Ctx
+    ) -> Any:
+        checks = Checks()
+        checks.optional_name("project", request.project, "project name")
+        checks.optional_name("workflow", request.workflow, "workflow name")
+        if request.workflow and not request.project:
+            checks.add("project", "required when filtering by workflow")
+        states: list[WorkflowState] = []
+        for i, number in enumerate(request.states):
+            member = WORKFLOW_STATE.by_number.get(number)
+            if member is None:
+                checks.add(f"states[{i}]", f"unknown value {number}")
+            else:
+                states.append(WorkflowState(member.value))
+        checks.raise_if_any()
+        after = (
+            request.submitted_after.ToDatetime(tzinfo=self.ctx.clock.now().tzinfo)
+            if request.HasField("submitted_after")
+            else None
+        )
+        async with self.ctx.db.read() as conn:
+            page = await instance_repo.list_instances(
+                conn,
+                project=request.project,
+                workflow=request.workflow,
+                states=states,
+                submitted_after=after,
+                size=request.page_size,
+                token=request.page_token,
+            )
+        return pb.ListWorkflowInstancesResponse(
+            instances=[convert.instance(r) for r in page.items], next_page_token=page.next_token
+        )
+
+    async def WatchWorkflowInstance(
+        self, request: pb.WatchWorkflowInstanceRequest, ctx: Ctx
+    ) -> AsyncIterator[pb.WatchWorkflowInstanceResponse]:
+        checks = Checks()
+        checks.positive_id("id", request.id)
+        if request.after_sequence < 0:
+            checks.add("after_sequence", "must not be negative")
+        checks.raise_if_any()
+        cursor = request.after_sequence
+        while True:
+            # Take the wake-up signal before reading, so a change committed after the read still
+            # wakes us (see Notifier).
+            signal = self.ctx.notifier.signal(request.id)
+            async with self.ctx.db.read() as conn:
+                state = await instance_repo.current_state(conn, request.id)
+                if state is None:
+                    raise NotFound(
+                        f"workflow instance {request.id} not found",
+                        metadata={"instance": str(request.id)},
+                    )
+                batch = await event_log.after(conn, request.id, cursor, WATCH_BATCH)
+            if batch:
+                cursor = batch[-1].sequence
+                yield pb.WatchWorkflowInstanceResponse(
+                    events=convert.events(batch), cursor=cursor, state=WORKFLOW_STATE.number(state)
+                )
+                if len(batch) == WATCH_BATCH:
+                    continue
+            if state.terminal and not request.keep_open:
+                # The terminal state and its events commit together, so nothing more is coming.
+                return
+            fired = await self.ctx.notifier.wait(signal, PROGRESS_FRAME_INTERVAL_S)
+            if not fired:
+                yield pb.WatchWorkflowInstanceResponse(
+                    cursor=cursor, state=WORKFLOW_STATE.number(state)
+                )
+
+    async def GetTaskInstance(self, request: pb.GetTaskInstanceRequest, ctx: Ctx) -> Any:
+        checks = Checks()
+        checks.positive_id("id", request.id)
+        checks.raise_if_any()
+        async with self.ctx.db.read() as conn:
+            record = await ti_repo.get(conn, request.id)
+        return pb.GetTaskInstanceResponse(task_instance=convert.task_instance(record))
+
+    async def ListTaskInstances(self, request: pb.ListTaskInstancesRequest, ctx: Ctx) -> Any:
+        checks = Checks()
+        checks.positive_id("workflow_instance_id", request.workflow_instance_id)
+        checks.raise_if_any()
+        async with self.ctx.db.read() as conn:
+            await instance_repo.get_instance(conn, request.workflow_instance_id)
+            page = await ti_repo.list_for_instance(
+                conn,
+                request.workflow_instance_id,
+                include_superseded=request.include_superseded,
+                size=request.page_size,
+                token=request.page_token,
+            )
+        return pb.ListTaskInstancesResponse(
+            task_instances=[convert.task_instance(r) for r in page.items],
+            next_page_token=page.next_token,
+        )
+
+    async def ListClusterMembers(self, request: pb.ListClusterMembersRequest, ctx: Ctx) -> Any:
+        checks = Checks()
+        if request.role not in SERVER_ROLE.by_number and request.role != 0:
+            checks.add("role", f"unknown value {request.role}")
+        checks.raise_if_any()
+        members: list[resources_pb2.ClusterMember] = []
+        if request.role in (0, enums_pb2.SERVER_ROLE_MASTER):
+            masters = await self.ctx.registry.children(MASTERS_PATH)
+            for address in sorted(masters):
+                try:
+                    info = decode_heartbeat(masters[address])
+                except DschedError:
+                    continue  # a member mid-registration; it shows up on the next call
+                members.append(
+                    resources_pb2.ClusterMember(
+                        role=enums_pb2.SERVER_ROLE_MASTER,
+                        address=address,
+                        heartbeat=heartbeat(info),
+                    )
+                )
+        if request.role in (0, enums_pb2.SERVER_ROLE_WORKER):
+            for worker in self.ctx.workers.members:
+                members.append(
+                    resources_pb2.ClusterMember(
+                        role=enums_pb2.SERVER_ROLE_WORKER,
+                        address=worker.address,
+                        group=worker.group,
+                        heartbeat=heartbeat(worker.heartbeat),
+                    )
+                )
+        return pb.ListClusterMembersResponse(members=members)
+
+    async def GetServerInfo(self, request: pb.GetServerInfoRequest, ctx: Ctx) -> Any:
+        return pb.GetServerInfoResponse(
+            version=self.ctx.version,
+            api_version="dsched.v1",
+            role=enums_pb2.SERVER_ROLE_MASTER,
+            address=self.ctx.address,
+            epoch=self.ctx.epoch(),
+            start_time=convert.timestamp(self.ctx.start_time),
+        )

@@ -1,0 +1,105 @@
+"""TaskEventService: the stream on which workers report task events to the owning master.
+
+A reader task takes request batches off the stream and hands each event to the runner of its
+instance (the runner applies it in order, in a transaction); the response side acknowledges the
+events in the order received, each once its outcome is durable. Events for instances this master
+does not drive are answered from the store: NOT_OWNER with the owner's address, RETRY_LATER while
+an instance waits to be claimed, DUPLICATE or REJECTED_STALE otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from grpc import aio
+
+from dsched.errors import NotFound
+from dsched.server.api.context import MasterContext
+from dsched.server.core.transitions import OWNED_STATES
+from dsched.server.engine.messages import Ack, Decision, TaskEventData, WorkerEvent
+from dsched.server.engine.wire import ack_to_proto, event_from_proto
+from dsched.server.store import instances as instance_repo
+from dsched.server.store import task_instances as ti_repo
+from dsched.states import WorkflowState
+from dsched.v1 import task_event_service_pb2 as pb
+from dsched.v1 import task_event_service_pb2_grpc
+
+log = logging.getLogger(__name__)
+Entries = list[tuple[str, "asyncio.Future[Ack]"]]
+_WAITING = frozenset({WorkflowState.SUBMITTED, WorkflowState.FAILOVER})
+
+
+class TaskEventServicer(task_event_service_pb2_grpc.TaskEventServiceServicer):
+    def __init__(self, ctx: MasterContext) -> None:
+        self.ctx = ctx
+
+    async def ReportTaskEvents(
+        self, request_iterator: AsyncIterator[pb.ReportTaskEventsRequest], context: Any
+    ) -> AsyncIterator[pb.ReportTaskEventsResponse]:
+        queue: asyncio.Queue[Entries | None] = asyncio.Queue()
+        reader = asyncio.create_task(self._read(request_iterator, queue))
+        try:
+            while True:
+                entries = await queue.get()
+                if entries is None:
+                    break
+                acks = [ack_to_proto(event_id, await future) for event_id, future in entries]
+                yield pb.ReportTaskEventsResponse(acks=acks)
+        finally:
+            reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
+
+    async def _read(
+        self,
+        requests: AsyncIterator[pb.ReportTaskEventsRequest],
+        queue: asyncio.Queue[Entries | None],
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            async for request in requests:
+                entries: Entries = []
+                for msg in request.events:
+                    future: asyncio.Future[Ack] = loop.create_future()
+                    data = event_from_proto(msg)
+                    if data is None or msg.task_instance_id <= 0 or not msg.event_id:
+                        future.set_result(Ack(Decision.REJECTED_STALE, "malformed event"))
+                    else:
+                        await self._route(
+                            data, request.worker_address, request.worker_epoch, future
+                        )
+                    entries.append((msg.event_id, future))
+                await queue.put(entries)
+        except aio.AioRpcError:
+            pass  # the worker went away; it resends unacknowledged events on its next stream
+        finally:
+            await queue.put(None)
+
+    async def _route(
+        self, data: TaskEventData, address: str, epoch: int, future: asyncio.Future[Ack]
+    ) -> None:
+        runner = self.ctx.runners.get(data.workflow_instance_id)
+        if runner is not None and not runner.done:
+            runner.post(WorkerEvent(data, address, epoch, future))
+            return
+        future.set_result(await self._answer_unowned(data))
+
+    async def _answer_unowned(self, data: TaskEventData) -> Ack:
+        try:
+            async with self.ctx.db.read() as conn:
+                instance = await instance_repo.get_instance(conn, data.workflow_instance_id)
+                ti = await ti_repo.get(conn, data.task_instance_id)
+        except NotFound:
+            return Ack(Decision.REJECTED_STALE, "unknown task instance")
+        if ti.workflow_instance_id != instance.id:
+            return Ack(Decision.REJECTED_STALE, "task instance belongs to another instance")
+        mine = instance.host == self.ctx.address and instance.epoch == self.ctx.epoch()
+        if instance.state in OWNED_STATES and not mine:
+            return Ack(Decision.NOT_OWNER, "instance owned by another master", instance.host)
+        if instance.state in _WAITING or (instance.state in OWNED_STATES and mine):
+            return Ack(Decision.RETRY_LATER, "instance is being (re)claimed")
+        if ti.state.value == data.type.value:
+            return Ack(Decision.DUPLICATE)
+        return Ack(Decision.REJECTED_STALE, f"task instance is {ti.state}")

@@ -1,0 +1,76 @@
+"""Request checks shared by the API servicers. Each raises InvalidArgument with field violations
+(nothing has been written when they run)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from enum import StrEnum
+from typing import TypeVar
+
+from dsched.convert import _EnumMap
+from dsched.errors import FieldViolation, InvalidArgument
+from dsched.spec import _CONTROL_RE, MAX_TASKS, name_violation, params_violations
+
+E = TypeVar("E", bound=StrEnum)
+MAX_REQUEST_ID = 128
+
+
+class Checks:
+    """Collects violations of one request; :meth:`raise_if_any` raises them together."""
+
+    def __init__(self) -> None:
+        self.violations: list[FieldViolation] = []
+
+    @staticmethod
+    def violation(field: str, description: str) -> FieldViolation:
+        return FieldViolation(field, description)
+
+    def add(self, field: str, description: str) -> None:
+        self.violations.append(FieldViolation(field, description))
+
+    def name(self, field: str, value: str, what: str = "name") -> None:
+        violation = name_violation(field, value, what)
+        if violation is not None:
+            self.violations.append(violation)
+
+    def optional_name(self, field: str, value: str, what: str = "name") -> None:
+        if value:
+            self.name(field, value, what)
+
+    def positive_id(self, field: str, value: int) -> None:
+        if value <= 0:
+            self.add(field, "must be a positive id")
+
+    def request_id(self, value: str) -> None:
+        if len(value) > MAX_REQUEST_ID:
+            self.add("request_id", f"longer than {MAX_REQUEST_ID} characters")
+        elif _CONTROL_RE.search(value):
+            self.add("request_id", "contains control characters")
+
+    def params(self, field: str, value: Mapping[str, str]) -> None:
+        self.violations.extend(params_violations(field, value))
+
+    def task_names(self, field: str, names: Iterable[str]) -> None:
+        seen: set[str] = set()
+        for i, name in enumerate(names):
+            if i >= MAX_TASKS:
+                self.add(field, f"more than {MAX_TASKS} entries")
+                return
+            self.name(f"{field}[{i}]", name, "task name")
+            if name in seen:
+                self.add(f"{field}[{i}]", f"{name!r} listed twice")
+            seen.add(name)
+
+    def enum(self, table: _EnumMap, kind: type[E], field: str, number: int, default: E) -> E:
+        """Decodes an optional enum field; an unknown number is a violation."""
+        if number == 0:
+            return default
+        member = table.by_number.get(number)
+        if member is None:
+            self.add(field, f"unknown value {number}")
+            return default
+        return kind(member.value)
+
+    def raise_if_any(self, message: str = "invalid request") -> None:
+        if self.violations:
+            raise InvalidArgument(message, violations=self.violations)
