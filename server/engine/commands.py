@@ -19,7 +19,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dsched.options import CommandType
 from dsched.server.core.dag import Dag
 from dsched.server.core.execution import AttemptView, Execution
-from dsched.server.core.records import CommandRecord, InstanceRecord, RunScope, TaskInstanceRecord
+from dsched.server.core.records import (
+    CommandRecord,
+    InstanceRecord,
+    RunScope,
+    TaskInstanceRecord,
+    WorkflowRecord,
+)
+from dsched.server.core.transitions import OWNED_STATES
 from dsched.server.engine.runner import InstanceRunner
 from dsched.server.engine.runners import Runners
 from dsched.server.engine.services import EngineServices
@@ -113,7 +120,6 @@ class CommandConsumer:
         attempts = await ti_repo.valid_attempts(conn, instance.id)
         superseded = _superseded(command, attempts, dag, scope)
         await ti_repo.supersede(conn, [a.id for a in superseded])
-        attempts = [a for a in attempts if a not in superseded]
         await events.append(
             conn,
             [
@@ -127,17 +133,44 @@ class CommandConsumer:
             ],
             now,
         )
+        return await self.build_runner(conn, instance.id, workflow)
+
+    async def build_runner(
+        self, conn: AsyncConnection, instance_id: int, workflow: WorkflowRecord | None = None
+    ) -> InstanceRunner:
+        """A runner for an instance this epoch owns, restored from the store."""
+        instance = await instance_repo.get_instance(conn, instance_id)
+        if workflow is None:
+            workflow = await definitions.get_workflow_by_code(
+                conn, instance.workflow_code, instance.workflow_version
+            )
+        dag = Dag(workflow.spec)
+        scope = instance.run_scope
+        attempts = await ti_repo.valid_attempts(conn, instance.id)
         last = await ti_repo.last_attempts(conn, instance.id)
-        claimed = await instance_repo.get_instance(conn, instance.id)
         execution = Execution.restore(
             dag,
             dag.scope(scope.start_tasks, scope.depend_type),
-            claimed.options.failure_strategy,
+            instance.options.failure_strategy,
             [_view(a) for a in attempts],
             last,
-            phase=state,
+            phase=instance.state,
         )
-        return InstanceRunner(self.s, claimed, workflow, execution, attempts, self.runners.on_exit)
+        return InstanceRunner(self.s, instance, workflow, execution, attempts, self.runners.on_exit)
+
+    async def reload(self, instance_id: int) -> None:
+        """Restarts driving an instance this epoch still owns (after a batch failed)."""
+        try:
+            async with self.s.db.read() as conn:
+                instance = await instance_repo.get_instance(conn, instance_id)
+                if instance.epoch != self.s.epoch or instance.state not in OWNED_STATES:
+                    return
+                runner = await self.build_runner(conn, instance_id)
+        except Exception:  # the store is down: the instance fails over when this master does
+            log.exception("could not reload instance %s", instance_id)
+            return
+        if self.runners.get(instance_id) is None:
+            self.runners.add(runner)
 
 
 def _plan(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 import grpc
 from grpc import aio
@@ -20,7 +20,7 @@ from dsched.server.rpc.status import to_grpc_status
 
 log = logging.getLogger(__name__)
 
-Handler = grpc.RpcMethodHandler[Any, Any]
+Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
 
 
 async def _abort(context: aio.ServicerContext[Any, Any], method: str, exc: Exception) -> None:
