@@ -1,0 +1,101 @@
+"""Registration, heartbeat and fencing of a real Worker against an in-memory registry."""
+
+from __future__ import annotations
+
+import os
+
+from dsched.server.constants import WORKERS_PATH
+from dsched.server.coord.registry import ConnectionState
+from dsched.v1 import enums_pb2, resources_pb2
+from dsched.worker.execution import TaskEventType
+
+
+def heartbeat(harness, worker) -> resources_pb2.Heartbeat:
+    return resources_pb2.Heartbeat.FromString(harness.registry.nodes[worker.agent.path])
+
+
+async def test_registers_an_ephemeral_node_with_its_heartbeat(harness):
+    worker = await harness.worker(slots=3, group="etl")
+
+    path = f"{WORKERS_PATH}/etl@{worker.address}"
+    assert worker.agent.path == path
+    beat = heartbeat(harness, worker)
+    assert (beat.slots_total, beat.slots_in_use) == (3, 0)
+    assert beat.epoch == worker.epoch > 0
+    assert beat.pid == os.getpid()
+    assert beat.status == enums_pb2.SERVER_STATUS_NORMAL
+    assert beat.start_time.seconds > 0 and beat.report_time.seconds >= beat.start_time.seconds
+
+    await worker.stop(grace=1)
+    assert path not in harness.registry.nodes
+
+
+async def test_heartbeat_turns_busy_at_once_when_slots_fill(harness, gate):
+    worker = await harness.worker(slots=1, heartbeat_interval=60)  # only poke() can publish
+    g = gate("gate")
+    await harness.dispatch(worker, harness.execution(f'read _ < "{g.path}"'))
+
+    def status(nodes: dict[str, bytes]) -> tuple[int, int]:
+        beat = resources_pb2.Heartbeat.FromString(nodes[worker.agent.path])
+        return beat.status, beat.slots_in_use
+
+    await harness.registry.wait_for(lambda n: status(n) == (enums_pb2.SERVER_STATUS_BUSY, 1))
+    g.open()
+    await harness.registry.wait_for(lambda n: status(n) == (enums_pb2.SERVER_STATUS_NORMAL, 0))
+
+
+async def test_suspended_registry_rejects_new_dispatches_until_connected(harness):
+    worker = await harness.worker()
+    registry = harness.registry
+
+    registry.set_state(ConnectionState.SUSPENDED)
+    rejected = await harness.dispatch(worker, harness.execution("true"))
+    registry.set_state(ConnectionState.CONNECTED)
+    execution = harness.execution("true")
+    accepted = await harness.dispatch(worker, execution)
+
+    assert rejected.outcome == enums_pb2.DISPATCH_OUTCOME_REJECTED_UNAVAILABLE
+    assert "registry" in rejected.reason
+    assert accepted.outcome == enums_pb2.DISPATCH_OUTCOME_ACCEPTED
+    assert (await harness.master.wait_terminal(execution.task_instance_id)).type.terminal
+
+
+async def test_lost_session_fences_and_reregisters_with_a_new_epoch(harness, gate, live_members):
+    worker = await harness.worker(slots=1)
+    registry = harness.registry
+    g = gate("gate")
+    marker = harness.tmp_path / "queued-ran"
+    running = harness.execution(f'read _ < "{g.path}"\necho finished')
+    queued = harness.execution(f'touch "{marker}"')
+    await harness.dispatch(worker, running)
+    await harness.dispatch(worker, queued)
+    await harness.master.wait_for(lambda m: len(m.applied) == 1)  # RUNNING of the first
+    pgid = harness.master.received[0].event.pid
+    old_epoch = worker.epoch
+
+    registry.set_state(ConnectionState.LOST)
+    during = await harness.dispatch(worker, harness.execution("true"))
+    registry.set_state(ConnectionState.CONNECTED)
+    await registry.wait_for(
+        lambda nodes: (
+            worker.agent.path in nodes
+            and resources_pb2.Heartbeat.FromString(nodes[worker.agent.path]).slots_in_use == 0
+        )
+    )
+    after = harness.execution("true")
+    accepted = await harness.dispatch(worker, after)
+    await harness.master.wait_terminal(after.task_instance_id)
+
+    assert during.outcome == enums_pb2.DISPATCH_OUTCOME_REJECTED_UNAVAILABLE
+    assert worker.epoch > old_epoch
+    assert heartbeat(harness, worker).epoch == worker.epoch
+    assert accepted.worker_epoch == worker.epoch
+    assert harness.master.types_of(running.task_instance_id) == [TaskEventType.RUNNING]
+    assert harness.master.types_of(queued.task_instance_id) == []
+    assert not marker.exists()
+    assert live_members(pgid) == []
+    new_events = [
+        r for r in harness.master.received if r.event.task_instance_id == after.task_instance_id
+    ]
+    assert {r.worker_epoch for r in new_events} == {worker.epoch}
+    assert all(e.event_id.startswith(f"{worker.epoch}-") for e in (r.event for r in new_events))

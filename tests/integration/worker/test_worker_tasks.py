@@ -1,0 +1,184 @@
+"""Shell attempts end to end: a real Worker runs real bash processes and reports to a fake
+master."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from dsched.options import TimeoutStrategy
+from dsched.v1 import enums_pb2
+from dsched.worker.execution import TaskEventType
+
+RUNNING, SUCCEEDED, FAILED = TaskEventType.RUNNING, TaskEventType.SUCCEEDED, TaskEventType.FAILED
+
+
+async def test_success_exports_params_and_collects_out_params(harness):
+    worker = await harness.worker()
+    hostile = "hello world; $(touch pwned) `touch pwned2` ${HOME}"
+    script = "\n".join(
+        [
+            'echo "key=$DSCHED_IDEMPOTENCY_KEY"',
+            'echo "ids=$DSCHED_TASK_INSTANCE_ID/$DSCHED_WORKFLOW_INSTANCE_ID/$DSCHED_ATTEMPT"',
+            'echo "name=$DSCHED_TASK_NAME cwd=$(pwd)"',
+            "echo '${setValue(answer=42)}'",
+            'printf "#{setValue(greeting=%s)}\\n" "$greeting"',
+            'echo "to stderr" >&2',
+        ]
+    )
+    execution = harness.execution(script, params={"greeting": hostile})
+    response = await harness.dispatch(worker, execution)
+    assert response.outcome == enums_pb2.DISPATCH_OUTCOME_ACCEPTED
+    assert response.worker_epoch == worker.epoch > 0
+
+    done = await harness.master.wait_terminal(execution.task_instance_id)
+
+    assert done.type is SUCCEEDED
+    assert done.exit_code == 0
+    assert dict(done.out_params) == {"answer": "42", "greeting": hostile}
+    running = harness.master.received[0].event
+    assert running.type is RUNNING and running.pid > 0
+    assert running.log_path == response.log_path
+    workdir = harness.data_dir / "exec" / "77" / str(execution.task_instance_id)
+    assert not (workdir / "pwned").exists() and not (workdir / "pwned2").exists()
+    text = Path(response.log_path).read_text()
+    assert f"key={execution.idempotency_key}\n" in text
+    assert f"ids={execution.task_instance_id}/77/1\n" in text
+    assert f"name={execution.task_name} cwd={workdir}\n" in text
+    assert "to stderr\n" in text
+    assert text.startswith("[dsched] task ")
+
+
+async def test_non_zero_exit_is_failed_with_its_code(harness):
+    worker = await harness.worker()
+    execution = harness.execution("echo about to fail\nexit 3")
+    await harness.dispatch(worker, execution)
+
+    done = await harness.master.wait_terminal(execution.task_instance_id)
+
+    assert done.type is FAILED
+    assert done.exit_code == 3
+    assert "code 3" in done.message
+
+
+async def test_dispatch_twice_runs_once(harness, gate):
+    worker = await harness.worker()
+    ledger = harness.tmp_path / "ledger"
+    g = gate("gate")
+    script = f'echo ran >> "{ledger}"\nread _ < "{g.path}"'
+    execution = harness.execution(script)
+
+    first = await harness.dispatch(worker, execution)
+    again_running = await harness.dispatch(worker, execution)
+    g.open()
+    await harness.master.wait_terminal(execution.task_instance_id)
+    again_finished = await harness.dispatch(worker, execution)
+
+    assert first.outcome == enums_pb2.DISPATCH_OUTCOME_ACCEPTED
+    for again in (again_running, again_finished):
+        assert again.outcome == enums_pb2.DISPATCH_OUTCOME_ALREADY_ACCEPTED
+        assert again.log_path == first.log_path
+        assert again.worker_epoch == first.worker_epoch
+    assert ledger.read_text() == "ran\n"
+    assert harness.master.types_of(execution.task_instance_id) == [RUNNING, SUCCEEDED]
+
+
+async def test_dry_run_succeeds_without_running(harness):
+    worker = await harness.worker()
+    marker = harness.tmp_path / "ran"
+    execution = harness.execution(f'touch "{marker}"', dry_run=True)
+    response = await harness.dispatch(worker, execution)
+
+    done = await harness.master.wait_terminal(execution.task_instance_id)
+
+    assert done.type is SUCCEEDED
+    assert harness.master.types_of(execution.task_instance_id) == [RUNNING, SUCCEEDED]
+    assert not marker.exists()
+    assert "dry run" in Path(response.log_path).read_text()
+
+
+async def test_spawn_failure_is_failed_with_a_message(harness):
+    harness.data_dir.mkdir()
+    (harness.data_dir / "exec").write_text("not a directory")
+    worker = await harness.worker()
+    execution = harness.execution("echo never")
+    await harness.dispatch(worker, execution)
+
+    done = await harness.master.wait_terminal(execution.task_instance_id)
+
+    assert done.type is FAILED
+    assert done.message.startswith("could not start")
+    assert harness.master.types_of(execution.task_instance_id) == [FAILED]
+
+
+async def test_timeout_fail_kills_and_reports_failed(harness):
+    worker = await harness.worker()
+    execution = harness.execution(
+        "echo started\nsleep 30\necho never",
+        timeout=timedelta(seconds=0.5),
+        timeout_strategy=TimeoutStrategy.WARN_FAIL,
+    )
+    response = await harness.dispatch(worker, execution)
+
+    done = await harness.master.wait_terminal(execution.task_instance_id)
+
+    assert done.type is FAILED
+    assert done.message == "timed out after 0.5s"
+    assert done.exit_code == 128 + 15  # SIGTERM
+    assert "never" not in Path(response.log_path).read_text()
+
+
+async def test_timeout_warn_does_not_kill(harness):
+    worker = await harness.worker()
+    execution = harness.execution(
+        "sleep 0.6\necho survived",
+        timeout=timedelta(seconds=0.1),
+        timeout_strategy=TimeoutStrategy.WARN,
+    )
+    response = await harness.dispatch(worker, execution)
+
+    done = await harness.master.wait_terminal(execution.task_instance_id)
+
+    assert done.type is SUCCEEDED
+    assert "survived" in Path(response.log_path).read_text()
+
+
+async def test_slots_bound_concurrency_and_queued_attempts_all_run(harness):
+    worker = await harness.worker(slots=2)
+    ledger = harness.tmp_path / "ledger"
+    script = f'echo "start" >> "{ledger}"\nsleep 0.3\necho "end" >> "{ledger}"'
+    executions = [harness.execution(script) for _ in range(6)]
+
+    for execution in executions:
+        response = await harness.dispatch(worker, execution)
+        assert response.outcome == enums_pb2.DISPATCH_OUTCOME_ACCEPTED
+    for execution in executions:
+        assert (await harness.master.wait_terminal(execution.task_instance_id)).type is SUCCEEDED
+
+    running = peak = 0
+    for line in ledger.read_text().split():
+        running += 1 if line == "start" else -1
+        peak = max(peak, running)
+    assert peak == 2
+    assert ledger.read_text().count("end") == 6
+    assert worker.runner.slots_in_use == 0
+
+
+async def test_full_queue_rejects_without_side_effects(harness, gate):
+    worker = await harness.worker(slots=1, max_queued=1)
+    g = gate("gate")
+    running = harness.execution(f'read _ < "{g.path}"')
+    queued = harness.execution("echo queued")
+    rejected = harness.execution("echo rejected")
+
+    outcomes = [(await harness.dispatch(worker, e)).outcome for e in (running, queued, rejected)]
+
+    assert outcomes == [
+        enums_pb2.DISPATCH_OUTCOME_ACCEPTED,
+        enums_pb2.DISPATCH_OUTCOME_ACCEPTED,
+        enums_pb2.DISPATCH_OUTCOME_REJECTED_FULL,
+    ]
+    assert worker.logs.resolve(rejected.task_instance_id) is None
+    g.open()
+    assert (await harness.master.wait_terminal(queued.task_instance_id)).type is SUCCEEDED
+    assert harness.master.terminal(rejected.task_instance_id) is None

@@ -1,0 +1,219 @@
+"""The worker's presence in the cluster registry: its epoch, its ephemeral node and its heartbeat.
+
+At start the agent takes a fresh epoch (``registry.next_epoch()``) and registers the ephemeral node
+``<WORKERS_PATH>/<group>@<address>`` whose data is a serialized ``dsched.v1.Heartbeat``. It
+refreshes the heartbeat every ``heartbeat_interval`` seconds, and at once when :meth:`Agent.poke`
+says the slots went from full to not full or back (the heartbeat says BUSY while every slot is
+taken).
+
+Connection states (see :mod:`dsched.server.coord.registry`):
+
+- SUSPENDED: new dispatches are refused until CONNECTED again; running tasks carry on.
+- LOST: the session and its node are gone, and a master may already have failed this worker's tasks
+  over. The agent fences at once (``on_lost``: kill every task, report nothing), waits for the
+  registry to reconnect, then takes a *new* epoch and registers again (``on_epoch``). Dispatches are
+  refused until then.
+
+Host load figures come from one seam, ``sampler`` (cpu, memory, load average, disk); without one
+they are reported as zeros.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Protocol
+
+from dsched.server.constants import WORKERS_PATH
+from dsched.server.coord.registry import ConnectionState, Registry
+from dsched.server.core.backoff import Backoff
+from dsched.worker.convert import heartbeat_bytes
+from dsched.worker.execution import Clock
+
+log = logging.getLogger(__name__)
+
+
+class HostSample(Protocol):
+    """Load figures of the host, each 0..1 (load average: per CPU)."""
+
+    @property
+    def cpu_usage(self) -> float: ...
+    @property
+    def memory_usage(self) -> float: ...
+    @property
+    def load_average(self) -> float: ...
+    @property
+    def disk_usage(self) -> float: ...
+
+
+Sampler = Callable[[], Awaitable[HostSample]]
+
+
+def worker_node(group: str, address: str) -> str:
+    """The registry path of a worker's ephemeral node."""
+    return f"{WORKERS_PATH}/{group}@{address}"
+
+
+class Agent:
+    """Registration and heartbeat of one worker. ``slots_in_use`` reads the runner's load;
+    ``on_lost`` fences the worker; ``on_epoch`` receives every new epoch (also the first)."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        *,
+        group: str,
+        address: str,
+        slots_total: int,
+        slots_in_use: Callable[[], int],
+        heartbeat_interval: float,
+        clock: Clock,
+        pid: int,
+        on_lost: Callable[[], None],
+        on_epoch: Callable[[int], None],
+        sampler: Sampler | None = None,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self._registry = registry
+        self.path = worker_node(group, address)
+        self._slots_total = slots_total
+        self._slots_in_use = slots_in_use
+        self._interval = heartbeat_interval
+        self._clock = clock
+        self._pid = pid
+        self._on_lost = on_lost
+        self._on_epoch = on_epoch
+        self._sampler = sampler
+        self._backoff = backoff or Backoff(initial=0.1, maximum=5.0)
+        self.epoch = 0
+        self._start_time: datetime | None = None
+        self._registered = False
+        self._suspended = False
+        self._fenced = False
+        self._stopped = False
+        self._connected = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._heartbeat_task: asyncio.Task[None] | None = None
+        self._recover_task: asyncio.Task[None] | None = None
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        """Why new dispatches must be refused now, or None."""
+        if self._stopped:
+            return "worker is stopping"
+        if self._fenced:
+            return "worker lost its registry session and is re-registering"
+        if self._suspended:
+            return "worker is disconnected from the registry"
+        if not self._registered:
+            return "worker is starting"
+        return None
+
+    async def start(self) -> None:
+        """Takes an epoch, registers the node and starts the heartbeat. Raises if registration
+        fails."""
+        self._start_time = self._clock()
+        self._registry.add_state_listener(self._on_state)
+        if self._registry.state is ConnectionState.CONNECTED:
+            self._connected.set()
+        await self._register()
+        self._heartbeat_task = asyncio.create_task(self._heartbeats(), name="dsched-heartbeat")
+
+    async def stop(self) -> None:
+        """Stops the heartbeat and removes the node (errors are logged: the session ends anyway)."""
+        self._stopped = True
+        for task in (self._heartbeat_task, self._recover_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        if self._registered:
+            self._registered = False
+            try:
+                await self._registry.unregister(self.path)
+            except Exception as exc:  # any registry error: the node dies with the session anyway
+                log.warning("cannot remove %s from the registry: %s", self.path, exc)
+
+    def poke(self) -> None:
+        """Publishes a heartbeat now (the load status changed)."""
+        self._wake.set()
+
+    def _on_state(self, state: ConnectionState) -> None:
+        if self._stopped:
+            return
+        if state is ConnectionState.CONNECTED:
+            self._suspended = False
+            self._connected.set()
+        elif state is ConnectionState.SUSPENDED:
+            log.warning("registry connection suspended: refusing new dispatches")
+            self._suspended = True
+            self._connected.clear()
+        elif state is ConnectionState.LOST:
+            log.error("registry session lost (epoch %d): fencing this worker", self.epoch)
+            self._connected.clear()
+            self._fenced = True
+            self._registered = False
+            self._on_lost()
+            if self._recover_task is None or self._recover_task.done():
+                self._recover_task = asyncio.create_task(self._recover(), name="dsched-reregister")
+
+    async def _recover(self) -> None:
+        for delay in self._backoff.delays():
+            await self._connected.wait()
+            try:
+                await self._register()
+            except Exception as exc:  # any registry error: wait for the connection and retry
+                log.warning("re-registration failed (%s); retrying in %.2fs", exc, delay)
+                await asyncio.sleep(delay)
+                continue
+            self._fenced = False
+            log.info("re-registered as %s with epoch %d", self.path, self.epoch)
+            return
+
+    async def _register(self) -> None:
+        epoch = await self._registry.next_epoch()
+        self.epoch = epoch
+        self._on_epoch(epoch)
+        await self._registry.register(self.path, await self._heartbeat())
+        self._registered = True
+
+    async def _heartbeats(self) -> None:
+        # Periodic by design (the heartbeat is the liveness signal); poke() publishes early.
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._interval)
+            self._wake.clear()
+            if not self._registered:
+                continue
+            try:
+                await self._registry.update(self.path, await self._heartbeat())
+            except Exception as exc:  # any registry error: the next beat tries again
+                log.warning("heartbeat update failed: %s", exc)
+
+    async def _heartbeat(self) -> bytes:
+        cpu = memory = load = disk = 0.0
+        if self._sampler is not None:
+            try:
+                sample = await self._sampler()
+                cpu, memory = sample.cpu_usage, sample.memory_usage
+                load, disk = sample.load_average, sample.disk_usage
+            except Exception as exc:  # a failing sampler must not stop the heartbeat
+                log.warning("host sampling failed: %s", exc)
+        in_use = self._slots_in_use()
+        assert self._start_time is not None
+        return heartbeat_bytes(
+            slots_total=self._slots_total,
+            slots_in_use=in_use,
+            start_time=self._start_time,
+            report_time=self._clock(),
+            busy=in_use >= self._slots_total,
+            epoch=self.epoch,
+            pid=self._pid,
+            cpu_usage=cpu,
+            memory_usage=memory,
+            load_average=load,
+            disk_usage=disk,
+        )

@@ -1,0 +1,214 @@
+"""The worker's composition root: :class:`WorkerOptions` in, a running :class:`Worker` out.
+
+::
+
+    async with Worker(WorkerOptions(data_dir=path, port=0), registry=registry) as worker:
+        ...  # worker.address is "host:port"; masters dispatch to it
+
+``start`` serves ``WorkerService`` and ``LogService`` (with health and reflection) on
+``host:port``, takes an epoch and registers in the registry, then starts reporting events (first the
+ones an earlier incarnation left in the outbox). ``stop`` refuses new dispatches, leaves the
+registry, gives running tasks ``grace`` seconds and kills the rest, gives unacknowledged events up
+to ``flush_timeout`` seconds (the rest stay in the outbox), and stops the server.
+
+The registry belongs to the caller: it must be started before :meth:`Worker.start` and is not
+stopped by the worker. Data directory layout: ``logs/`` (task logs and their index), ``exec/`` (one
+working directory per attempt), ``outbox/`` (unacknowledged events).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+
+from dsched.server.constants import (
+    DEFAULT_WORKER_GROUP,
+    DEFAULT_WORKER_PORT,
+    HEARTBEAT_INTERVAL_S,
+    KILL_GRACE_S,
+    PROGRESS_FRAME_INTERVAL_S,
+)
+from dsched.server.coord.registry import Registry
+from dsched.server.core.backoff import Backoff
+from dsched.server.rpc.serving import Service, Serving
+from dsched.v1 import log_service_pb2, log_service_pb2_grpc, worker_service_pb2
+from dsched.v1 import worker_service_pb2_grpc as worker_grpc
+from dsched.worker.agent import Agent, Sampler
+from dsched.worker.execution import Clock
+from dsched.worker.log_service import LogServicer
+from dsched.worker.logs import LogStore
+from dsched.worker.outbox import Outbox
+from dsched.worker.reporter import Reporter
+from dsched.worker.runner import Runner
+from dsched.worker.servicer import WorkerServicer
+from dsched.worker.tasks import default_task_types
+
+
+def default_slots() -> int:
+    return max(4, 4 * (os.cpu_count() or 1))
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerOptions:
+    """Everything a worker is configured with (the shared Settings object maps onto this).
+
+    ``port`` 0 picks a free port. ``advertise_host`` is the host masters dial (default: ``host``;
+    set it when ``host`` is a wildcard such as 0.0.0.0). ``slots`` bounds concurrent attempts;
+    ``max_queued`` bounds attempts waiting for a slot. ``outbox_fsync`` flushes every event to disk.
+    """
+
+    data_dir: Path
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_WORKER_PORT
+    advertise_host: str = ""
+    group: str = DEFAULT_WORKER_GROUP
+    slots: int = field(default_factory=default_slots)
+    max_queued: int = 10_000
+    heartbeat_interval: float = HEARTBEAT_INTERVAL_S
+    kill_grace: float = KILL_GRACE_S
+    progress_interval: float = PROGRESS_FRAME_INTERVAL_S
+    stop_grace: float = 30.0
+    flush_timeout: float = 5.0
+    outbox_fsync: bool = False
+    report_backoff: Backoff = field(default_factory=lambda: Backoff(initial=0.05, maximum=5.0))
+    remember_finished: int = 100_000
+
+
+class Worker:
+    """One worker incarnation; see the module docstring. ``environ`` is the environment tasks
+    inherit (default: this process's); ``clock`` and ``sampler`` are seams for tests and host
+    metrics."""
+
+    def __init__(
+        self,
+        options: WorkerOptions,
+        *,
+        registry: Registry,
+        sampler: Sampler | None = None,
+        clock: Clock = utc_now,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.options = options
+        self._registry = registry
+        self._sampler = sampler
+        self._clock = clock
+        self._environ = dict(os.environ if environ is None else environ)
+        data_dir = options.data_dir
+        self.logs = LogStore(data_dir)
+        self.reporter = Reporter(
+            Outbox(data_dir / "outbox", fsync=options.outbox_fsync),
+            clock=clock,
+            backoff=options.report_backoff,
+        )
+        bash = shutil.which("bash", path=self._environ.get("PATH")) or "/bin/bash"
+        self.runner = Runner(
+            logs=self.logs,
+            events=self.reporter,
+            task_types=default_task_types(
+                exec_root=data_dir / "exec", base_env=self._environ, bash=bash
+            ),
+            clock=clock,
+            slots=options.slots,
+            max_queued=options.max_queued,
+            kill_grace=options.kill_grace,
+            identity=lambda: f"{self.address} (epoch {self.epoch})",
+            remember_finished=options.remember_finished,
+        )
+        self.agent: Agent | None = None
+        self.address = ""
+        self._serving: Serving | None = None
+        self._stopping = False
+
+    @property
+    def epoch(self) -> int:
+        return self.agent.epoch if self.agent is not None else 0
+
+    async def start(self) -> None:
+        """Serves, registers and starts reporting; on failure everything started is stopped
+        again."""
+        self.options.data_dir.mkdir(parents=True, exist_ok=True)
+        self._serving = Serving(self._services(), f"{self.options.host}:{self.options.port}")
+        port = await self._serving.start()
+        self.address = f"{self.options.advertise_host or self.options.host}:{port}"
+        self.agent = Agent(
+            self._registry,
+            group=self.options.group,
+            address=self.address,
+            slots_total=self.options.slots,
+            slots_in_use=lambda: self.runner.slots_in_use,
+            heartbeat_interval=self.options.heartbeat_interval,
+            clock=self._clock,
+            pid=os.getpid(),
+            on_lost=self.runner.fence,
+            on_epoch=self._new_epoch,
+            sampler=self._sampler,
+        )
+        try:
+            await self.agent.start()
+            await self.reporter.start(address=self.address, epoch=self.agent.epoch)
+        except BaseException:
+            await self.agent.stop()
+            await self._serving.stop(0)
+            raise
+        self.runner.on_load_change = self.agent.poke
+
+    async def stop(self, grace: float | None = None) -> None:
+        """Stops as described in the module docstring; ``grace`` defaults to the options'
+        ``stop_grace``. Idempotent."""
+        if self._stopping or self._serving is None:
+            return
+        self._stopping = True
+        if self.agent is not None:
+            await self.agent.stop()
+        await self.runner.stop(self.options.stop_grace if grace is None else grace)
+        await self.reporter.stop(self.options.flush_timeout)
+        await self._serving.stop(1.0)
+
+    async def __aenter__(self) -> Worker:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    def _services(self) -> list[Service]:
+        worker = WorkerServicer(
+            self.runner, epoch=lambda: self.epoch, unavailable=self._unavailable, clock=self._clock
+        )
+        logs = LogServicer(self.logs, progress_interval=self.options.progress_interval)
+        return [
+            Service(
+                name=worker_service_pb2.DESCRIPTOR.services_by_name["WorkerService"].full_name,
+                servicer=worker,
+                register=worker_grpc.add_WorkerServiceServicer_to_server,
+            ),
+            Service(
+                name=log_service_pb2.DESCRIPTOR.services_by_name["LogService"].full_name,
+                servicer=logs,
+                register=log_service_pb2_grpc.add_LogServiceServicer_to_server,
+            ),
+        ]
+
+    def _unavailable(self) -> str | None:
+        if self._stopping:
+            return "worker is stopping"
+        if self.agent is None:
+            return "worker is starting"
+        return self.agent.unavailable_reason
+
+    def _new_epoch(self, epoch: int) -> None:
+        self.reporter.epoch = epoch

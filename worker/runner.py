@@ -1,0 +1,403 @@
+"""The life cycle of task attempts: admission, slots, running, kill, timeout, fencing.
+
+``submit`` is idempotent on (task_instance_id, attempt): an attempt known to this incarnation
+(queued, running, or finished; the most recent ``remember_finished`` finished ones) is answered
+ALREADY_ACCEPTED with its log path and never started twice. At most ``slots`` attempts run at once;
+the rest wait in a FIFO and start when a running one ends (no polling). REJECTED_FULL only when that
+FIFO is full.
+
+Every started attempt reports RUNNING (pid, log path), then exactly one of SUCCEEDED (exit code 0,
+OUT parameters), FAILED (non-zero exit, timeout "timed out after <N>s", or could not start) or
+KILLED (KillTask; exit code 128+signal). A queued attempt that is killed reports only KILLED. A dry
+run reports RUNNING then SUCCEEDED without starting anything.
+
+Attempts ended by :meth:`Runner.fence` (registry session LOST) or by shutdown report nothing:
+another worker may already own them, and the master's worker failover decides their fate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import enum
+import logging
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from dsched.worker.execution import (
+    AttemptKey,
+    Clock,
+    Dispatch,
+    DispatchOutcome,
+    TaskEvent,
+    TaskEventType,
+    TaskExecution,
+)
+from dsched.worker.logs import LogStore, TaskLog
+from dsched.worker.process import exit_code
+from dsched.worker.tasks import RunningTask, SpawnError, TaskTypes
+
+log = logging.getLogger(__name__)
+
+NO_PROCESS_EXIT_CODE = -1  # exit code of attempts that never had a process
+
+
+class EventSink(Protocol):
+    """Where attempts report their events (the :class:`~dsched.worker.reporter.Reporter`)."""
+
+    async def report(
+        self,
+        execution: TaskExecution,
+        type: TaskEventType,
+        *,
+        exit_code: int = 0,
+        out_params: Mapping[str, str] | None = None,
+        pid: int = 0,
+        log_path: str = "",
+        message: str = "",
+    ) -> TaskEvent: ...
+
+    def retarget(self, key: AttemptKey, owner_address: str) -> bool: ...
+
+    def release(self, key: AttemptKey) -> None: ...
+
+
+class _Phase(enum.Enum):
+    QUEUED = "queued"
+    STARTING = "starting"
+    RUNNING = "running"
+    ENDING = "ending"  # the process is gone; the result is being recorded
+
+
+class _Stop(enum.Enum):
+    KILL = "kill"
+    TIMEOUT = "timeout"
+    FENCE = "fence"
+    SHUTDOWN = "shutdown"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Outcome:
+    type: TaskEventType
+    exit_code: int = 0
+    out_params: Mapping[str, str] = field(default_factory=dict)
+    message: str = ""
+
+
+class _Attempt:
+    """The runner's mutable bookkeeping for one attempt (never leaves this module)."""
+
+    def __init__(self, execution: TaskExecution, task_log: TaskLog) -> None:
+        self.execution = execution
+        self.log = task_log
+        self.phase = _Phase.QUEUED
+        self.run: RunningTask | None = None
+        self.stop: _Stop | None = None  # why it is being stopped; the first reason wins
+        self.kill_reason = ""
+        self.silent = False  # fenced or shut down: report nothing more
+        self.task: asyncio.Task[None] | None = None
+        self.kill_task: asyncio.Task[None] | None = None
+
+
+class Runner:
+    """Runs attempts; see the module docstring. ``on_load_change`` is called whenever the number of
+    busy slots crosses between full and not full."""
+
+    def __init__(
+        self,
+        *,
+        logs: LogStore,
+        events: EventSink,
+        task_types: TaskTypes,
+        clock: Clock,
+        slots: int,
+        max_queued: int,
+        kill_grace: float,
+        identity: Callable[[], str],
+        remember_finished: int = 100_000,
+    ) -> None:
+        self._logs = logs
+        self._events = events
+        self._types = task_types
+        self._clock = clock
+        self.slots = slots
+        self._max_queued = max_queued
+        self._kill_grace = kill_grace
+        self._identity = identity
+        self._remember = remember_finished
+        self._attempts: dict[AttemptKey, _Attempt] = {}
+        self._finished: collections.OrderedDict[AttemptKey, str] = collections.OrderedDict()
+        self._queue: collections.deque[_Attempt] = collections.deque()
+        self._running = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._stopping = False
+        self.on_load_change: Callable[[], None] = lambda: None
+
+    @property
+    def slots_in_use(self) -> int:
+        return self._running
+
+    @property
+    def queued(self) -> int:
+        return len(self._queue)
+
+    @property
+    def full(self) -> bool:
+        return self._running >= self.slots
+
+    def submit(self, execution: TaskExecution, *, unavailable: str | None = None) -> Dispatch:
+        """Accepts an attempt (see the module docstring for idempotency and admission). With
+        ``unavailable`` set, a new attempt is rejected for that reason; a known one is still
+        answered ALREADY_ACCEPTED."""
+        key = execution.key
+        known = self._attempts.get(key)
+        if known is not None:
+            return Dispatch(outcome=DispatchOutcome.ALREADY_ACCEPTED, log_path=str(known.log.path))
+        if key in self._finished:
+            return Dispatch(outcome=DispatchOutcome.ALREADY_ACCEPTED, log_path=self._finished[key])
+        if self._stopping or unavailable is not None:
+            reason = unavailable or "worker is stopping"
+            return Dispatch(outcome=DispatchOutcome.REJECTED_UNAVAILABLE, reason=reason)
+        if self.full and len(self._queue) >= self._max_queued:
+            return Dispatch(
+                outcome=DispatchOutcome.REJECTED_FULL,
+                reason=f"{len(self._queue)} attempts are already waiting for a slot",
+            )
+        header = [
+            f"task {execution.task_name!r} instance {execution.task_instance_id} attempt "
+            f"{execution.attempt} (workflow instance {execution.workflow_instance_id})",
+            f"accepted by worker {self._identity()} at {self._clock().isoformat()}",
+        ]
+        try:
+            task_log = self._logs.create(execution, header)
+        except OSError as exc:
+            log.error("cannot create the log of %s: %s", key, exc)
+            return Dispatch(
+                outcome=DispatchOutcome.REJECTED_UNAVAILABLE, reason=f"cannot create log: {exc}"
+            )
+        attempt = _Attempt(execution, task_log)
+        self._attempts[key] = attempt
+        if self.full:
+            task_log.note(f"waiting for a free slot ({self.slots} in use)")
+            self._queue.append(attempt)
+        else:
+            self._start(attempt)
+        return Dispatch(outcome=DispatchOutcome.ACCEPTED, log_path=str(task_log.path))
+
+    def kill(self, key: AttemptKey, reason: str) -> bool:
+        """Starts killing an unfinished attempt; False if it is unknown or already ending."""
+        attempt = self._attempts.get(key)
+        if attempt is None or attempt.phase is _Phase.ENDING:
+            return False
+        if attempt.stop is not None:
+            return True  # already being stopped
+        attempt.stop = _Stop.KILL
+        attempt.kill_reason = reason or "killed on request"
+        attempt.log.note(f"kill requested: {attempt.kill_reason}")
+        if attempt.phase is _Phase.QUEUED:
+            self._queue.remove(attempt)
+            attempt.phase = _Phase.ENDING
+            outcome = _Outcome(
+                type=TaskEventType.KILLED,
+                exit_code=NO_PROCESS_EXIT_CODE,
+                message=f"killed before it started: {attempt.kill_reason}",
+            )
+            self._spawn(self._end(attempt, outcome))
+        elif attempt.phase is _Phase.RUNNING:
+            self._begin_kill(attempt, self._kill_grace)
+        return True  # STARTING: the kill happens as soon as the process exists
+
+    def take_over(self, key: AttemptKey, owner_address: str, owner_epoch: int) -> bool:
+        """Makes ``owner_address`` the attempt's owner; returns whether the worker still has the
+        attempt (unfinished, or with unsettled events)."""
+        attempt = self._attempts.get(key)
+        if attempt is not None:
+            attempt.execution = attempt.execution.with_owner(owner_address, owner_epoch)
+        had_events = self._events.retarget(key, owner_address)
+        return attempt is not None or had_events
+
+    def fence(self) -> None:
+        """The registry session was lost: drop queued attempts and SIGKILL running ones, reporting
+        nothing for either. They are forgotten, so a new dispatch of the same attempt runs again."""
+        self._silence_all(grace=0.0, reason="fenced: registry session lost")
+
+    async def stop(self, grace: float) -> None:
+        """Refuses new attempts, drops queued ones, lets running ones finish for up to ``grace``
+        seconds, then kills the rest (reporting nothing for them). Returns when all have ended."""
+        self._stopping = True
+        for attempt in list(self._queue):
+            self._drop_queued(attempt, "worker is stopping")
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=grace)
+        self._silence_all(grace=self._kill_grace, reason="worker stopped before the task finished")
+        while self._tasks:
+            await asyncio.gather(*set(self._tasks), return_exceptions=True)
+
+    def _silence_all(self, *, grace: float, reason: str) -> None:
+        for attempt in list(self._attempts.values()):
+            if attempt.phase is _Phase.QUEUED:
+                self._drop_queued(attempt, reason)
+            elif attempt.phase is not _Phase.ENDING:
+                attempt.silent = True
+                attempt.stop = attempt.stop or _Stop.FENCE
+                attempt.log.note(reason)
+                if attempt.phase is _Phase.RUNNING:
+                    self._begin_kill(attempt, grace, force=True)
+
+    def _drop_queued(self, attempt: _Attempt, reason: str) -> None:
+        self._queue.remove(attempt)
+        attempt.log.note(f"dropped before it started: {reason}")
+        self._close(attempt, remember=False)
+
+    def _start(self, attempt: _Attempt) -> None:
+        self._running += 1
+        attempt.phase = _Phase.STARTING
+        attempt.task = self._spawn(self._run(attempt))
+        if self.full:
+            self.on_load_change()
+
+    def _spawn(self, coro: Coroutine[object, object, None]) -> asyncio.Task[None]:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _run(self, attempt: _Attempt) -> None:
+        try:
+            outcome = await self._execute(attempt)
+        except Exception as exc:  # a task type's bug must still end the attempt and free the slot
+            log.exception("attempt %s failed inside the worker", attempt.execution.key)
+            outcome = _Outcome(
+                type=TaskEventType.FAILED,
+                exit_code=NO_PROCESS_EXIT_CODE,
+                message=f"worker error: {exc}",
+            )
+        attempt.phase = _Phase.ENDING
+        try:
+            await self._end(attempt, outcome)
+        finally:
+            self._running -= 1
+            was_full = self._running + 1 >= self.slots
+            self._start_next()
+            if was_full and not self.full:
+                self.on_load_change()
+
+    async def _execute(self, attempt: _Attempt) -> _Outcome:
+        execution = attempt.execution
+        attempt.log.open()
+        path = str(attempt.log.path)
+        if execution.dry_run:
+            attempt.log.note("dry run: the task was not started")
+            await self._report(attempt, TaskEventType.RUNNING, log_path=path)
+            if attempt.stop is _Stop.KILL:
+                return _Outcome(type=TaskEventType.KILLED, message=attempt.kill_reason)
+            return _Outcome(type=TaskEventType.SUCCEEDED, message="dry run")
+        try:
+            run = await self._types.for_kind(execution.kind).start(execution, attempt.log)
+        except SpawnError as exc:
+            attempt.log.note(f"could not start: {exc}")
+            return _Outcome(
+                type=TaskEventType.FAILED,
+                exit_code=NO_PROCESS_EXIT_CODE,
+                message=f"could not start: {exc}",
+            )
+        attempt.run = run
+        attempt.phase = _Phase.RUNNING
+        attempt.log.note(f"started at {self._clock().isoformat()}, pid {run.pid}")
+        if attempt.stop is not None:  # killed or fenced while starting
+            self._begin_kill(attempt, 0.0 if attempt.silent else self._kill_grace)
+        timer = self._arm_timeout(attempt)
+        try:
+            await self._report(attempt, TaskEventType.RUNNING, pid=run.pid, log_path=path)
+            result = await run.wait()
+        finally:
+            if timer is not None:
+                timer.cancel()
+        code = exit_code(result.returncode)
+        if attempt.stop is _Stop.TIMEOUT:
+            seconds = f"{execution.timeout.total_seconds():g}"
+            return _Outcome(
+                type=TaskEventType.FAILED, exit_code=code, message=f"timed out after {seconds}s"
+            )
+        if attempt.stop is _Stop.KILL:
+            return _Outcome(type=TaskEventType.KILLED, exit_code=code, message=attempt.kill_reason)
+        if result.returncode == 0:
+            return _Outcome(type=TaskEventType.SUCCEEDED, out_params=result.out_params)
+        return _Outcome(
+            type=TaskEventType.FAILED, exit_code=code, message=f"exited with code {code}"
+        )
+
+    async def _end(self, attempt: _Attempt, outcome: _Outcome) -> None:
+        if attempt.silent:
+            attempt.log.note("ended; result not reported")
+        else:
+            attempt.log.note(
+                f"finished at {self._clock().isoformat()}: {outcome.type} exit code "
+                f"{outcome.exit_code}" + (f" ({outcome.message})" if outcome.message else "")
+            )
+        attempt.log.finish()
+        if not attempt.silent:
+            await self._report(
+                attempt,
+                outcome.type,
+                exit_code=outcome.exit_code,
+                out_params=outcome.out_params,
+                message=outcome.message,
+            )
+        self._close(attempt, remember=not attempt.silent)
+
+    def _close(self, attempt: _Attempt, *, remember: bool) -> None:
+        key = attempt.execution.key
+        attempt.log.finish()
+        self._logs.release(attempt.execution.task_instance_id)
+        self._attempts.pop(key, None)
+        self._events.release(key)
+        if remember:
+            self._finished[key] = str(attempt.log.path)
+            while len(self._finished) > self._remember:
+                self._finished.popitem(last=False)
+
+    async def _report(
+        self,
+        attempt: _Attempt,
+        type: TaskEventType,
+        *,
+        exit_code: int = 0,
+        out_params: Mapping[str, str] | None = None,
+        pid: int = 0,
+        log_path: str = "",
+        message: str = "",
+    ) -> None:
+        if not attempt.silent:
+            await self._events.report(
+                attempt.execution,
+                type,
+                exit_code=exit_code,
+                out_params=out_params,
+                pid=pid,
+                log_path=log_path,
+                message=message,
+            )
+
+    def _start_next(self) -> None:
+        while self._queue and not self.full and not self._stopping:
+            self._start(self._queue.popleft())
+
+    def _arm_timeout(self, attempt: _Attempt) -> asyncio.TimerHandle | None:
+        if not attempt.execution.kills_at_timeout:
+            return None
+        loop = asyncio.get_running_loop()
+        return loop.call_later(attempt.execution.timeout.total_seconds(), self._timed_out, attempt)
+
+    def _timed_out(self, attempt: _Attempt) -> None:
+        if attempt.stop is None and attempt.phase is _Phase.RUNNING:
+            attempt.stop = _Stop.TIMEOUT
+            seconds = f"{attempt.execution.timeout.total_seconds():g}"
+            attempt.log.note(f"timed out after {seconds}s: killing the process group")
+            self._begin_kill(attempt, self._kill_grace)
+
+    def _begin_kill(self, attempt: _Attempt, grace: float, *, force: bool = False) -> None:
+        if attempt.run is None or (attempt.kill_task is not None and not force):
+            return
+        attempt.kill_task = self._spawn(attempt.run.kill(grace))

@@ -1,0 +1,65 @@
+"""The worker's ``WorkerService``: dispatch, kill and take-over, as thin adapters over the runner.
+
+Requests are validated by :mod:`dsched.worker.convert` (bad input raises InvalidArgument before
+anything happens). A dispatch is answered REJECTED_UNAVAILABLE while the worker is starting,
+stopping, fenced or cut off from the registry, except that an attempt it already has is always
+answered ALREADY_ACCEPTED: a repeated dispatch learns what the worker has whatever its state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from grpc import aio
+
+from dsched.v1 import worker_service_pb2, worker_service_pb2_grpc
+from dsched.worker.convert import (
+    dispatch_to_proto,
+    execution_from_request,
+    kill_from_request,
+    take_over_from_request,
+)
+from dsched.worker.execution import Clock
+from dsched.worker.runner import Runner
+
+Context = aio.ServicerContext[Any, Any]
+
+
+class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
+    """``epoch`` returns the incarnation's current epoch (the master's fencing token for the
+    attempt); ``unavailable`` returns why new dispatches are refused right now, or None."""
+
+    def __init__(
+        self,
+        runner: Runner,
+        *,
+        epoch: Callable[[], int],
+        unavailable: Callable[[], str | None],
+        clock: Clock,
+    ) -> None:
+        self._runner = runner
+        self._epoch = epoch
+        self._unavailable = unavailable
+        self._clock = clock
+
+    async def DispatchTask(
+        self, request: worker_service_pb2.DispatchTaskRequest, context: Context
+    ) -> worker_service_pb2.DispatchTaskResponse:
+        execution = execution_from_request(request, now=self._clock())
+        dispatch = self._runner.submit(execution, unavailable=self._unavailable())
+        return dispatch_to_proto(dispatch, self._epoch())
+
+    async def KillTask(
+        self, request: worker_service_pb2.KillTaskRequest, context: Context
+    ) -> worker_service_pb2.KillTaskResponse:
+        key, reason = kill_from_request(request)
+        return worker_service_pb2.KillTaskResponse(found=self._runner.kill(key, reason))
+
+    async def TakeOverTask(
+        self, request: worker_service_pb2.TakeOverTaskRequest, context: Context
+    ) -> worker_service_pb2.TakeOverTaskResponse:
+        key, owner, epoch = take_over_from_request(request)
+        return worker_service_pb2.TakeOverTaskResponse(
+            found=self._runner.take_over(key, owner, epoch)
+        )
