@@ -24,8 +24,11 @@ def _instance(resp: Any) -> WorkflowInstance:
 
 
 def _looks_terminal(frame: WatchFrame) -> bool:
-    if frame.state is not None:
-        return frame.state.terminal
+    """Whether a frame may mark the end: a terminal workflow event, or a progress frame (the
+    history is fully delivered) in a terminal state. Only a state that comes with the events
+    counts, so that ``on_event`` callers see every event before the wait returns."""
+    if not frame.events:
+        return frame.state is not None and frame.state.terminal
     states = [e.workflow_state for e in frame.events if e.workflow_state is not None]
     return bool(states) and states[-1].terminal
 

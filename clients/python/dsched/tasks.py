@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Self, TypedDict, TypeVar, Unpack
 
 from dsched import coerce
 from dsched.coerce import Seconds
@@ -27,6 +27,10 @@ from dsched.spec import ShellSpec, TaskKind, TaskSpec
 
 if TYPE_CHECKING:
     from dsched.workflow import Workflow
+
+
+# What ``>>`` and ``<<`` accept on their right and give back: a task or a sequence of tasks.
+Operand = TypeVar("Operand", bound="Task | Sequence[Task]")
 
 
 class _Active(threading.local):
@@ -170,14 +174,14 @@ class Task:
             other.set_upstream(self)
 
     # ``a >> b``: b after a. ``a << b``: a after b. Each returns its right operand.
-    def __rshift__(self, other: Any) -> Any:
+    def __rshift__(self, other: Operand) -> Operand:
         targets = _as_tasks(other)
         if targets is None:
             return NotImplemented
         self.set_downstream(targets)
         return other
 
-    def __lshift__(self, other: Any) -> Any:
+    def __lshift__(self, other: Operand) -> Operand:
         sources = _as_tasks(other)
         if sources is None:
             return NotImplemented
@@ -185,14 +189,14 @@ class Task:
         return other
 
     # ``[a, b] >> c`` and ``[a, b] << c``: Python asks the task on the right.
-    def __rrshift__(self, other: Any) -> Any:
+    def __rrshift__(self, other: Sequence[Task]) -> Self:
         sources = _as_tasks(other)
         if sources is None:
             return NotImplemented
         self.set_upstream(sources)
         return self
 
-    def __rlshift__(self, other: Any) -> Any:
+    def __rlshift__(self, other: Sequence[Task]) -> Self:
         targets = _as_tasks(other)
         if targets is None:
             return NotImplemented

@@ -1,1 +1,1 @@
-"""dsched package."""
+"""The ``dsched`` command line (entry point :func:`dsched.cli.main.main`)."""

@@ -1,0 +1,200 @@
+"""The client subcommands of ``dsched``: each takes the parsed arguments and a client, prints its
+result to stdout and returns the exit code. Errors propagate to :func:`dsched.cli.main.main`, which
+prints them and picks the exit code, so the handlers stay free of error plumbing."""
+
+from __future__ import annotations
+
+import argparse
+import runpy
+import sys
+from collections.abc import Callable
+
+from dsched.cli import format as fmt
+from dsched.cli.logs import LogFollower, Printer, event_line
+from dsched.client import Client
+from dsched.errors import InvalidArgument
+from dsched.options import TaskDependType
+from dsched.results import InstanceEvent, WorkflowInstance
+from dsched.states import WorkflowState
+from dsched.workflow import collect
+
+Handler = Callable[[argparse.Namespace, Client], int]
+
+DEPEND_TYPES = {
+    "only": TaskDependType.TASK_ONLY,
+    "pre": TaskDependType.TASK_PRE,
+    "post": TaskDependType.TASK_POST,
+}
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def parse_params(pairs: list[str]) -> dict[str, str]:
+    """``["a=1", "b=x=y"]`` -> ``{"a": "1", "b": "x=y"}``; a pair without ``=`` is an error."""
+    params: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise InvalidArgument(f"--param expects NAME=VALUE, got {pair!r}")
+        params[key] = value
+    return params
+
+
+def submit(args: argparse.Namespace, client: Client) -> int:
+    """Runs a Python file, then submits every workflow it built (all validated before any)."""
+    with collect() as found:
+        runpy.run_path(args.file, run_name="__dsched_submit__")
+    if not found:
+        raise InvalidArgument(f"{args.file} defines no workflow (use `with Workflow(...):`)")
+    for wf in found:
+        if wf.project is None:
+            wf.project = args.project
+    for wf in found:
+        wf.validate()  # all or nothing: a broken workflow stops the file before any RPC
+    for wf in found:
+        info = wf.submit(client)
+        _out(f"{info.project}/{info.name}  version {info.version}  {info.release_state}")
+    return 0
+
+
+def run(args: argparse.Namespace, client: Client) -> int:
+    """Starts a run; with --wait (or --logs) follows it and exits 0 only if it SUCCEEDED."""
+    instance = client.start_workflow(
+        args.project,
+        args.workflow,
+        params=parse_params(args.param),
+        start_tasks=args.start_task,
+        task_depend_type=DEPEND_TYPES[args.depend_type] if args.depend_type else None,
+        failure_strategy=args.failure_strategy,
+        priority=args.priority,
+        worker_group=args.worker_group,
+        dry_run=args.dry_run,
+    )
+    _out(
+        f"instance {instance.id}  {instance.project}/{instance.workflow} "
+        f"v{instance.workflow_version}  {instance.state}"
+    )
+    if not (args.wait or args.logs):
+        return 0
+    final = follow(client, instance, logs=args.logs, timeout=args.timeout)
+    return 0 if final.state is WorkflowState.SUCCEEDED else 1
+
+
+def follow(
+    client: Client, instance: WorkflowInstance, *, logs: bool, timeout: float | None
+) -> WorkflowInstance:
+    """Prints the instance's events (and task logs) until it is terminal; returns it."""
+    printer = Printer(sys.stdout)
+    follower = LogFollower(client, printer) if logs else None
+
+    def on_event(event: InstanceEvent) -> None:
+        printer.line(event_line(event))
+        if follower is not None:
+            follower.on_event(event)
+
+    final = client.wait(instance.id, timeout=timeout, on_event=on_event)
+    if follower is not None:
+        follower.join()
+    reason = f"  ({final.state_reason})" if final.state_reason else ""
+    printer.line(f"instance {final.id} {final.state} in {fmt.elapsed(final.duration)}{reason}")
+    return final
+
+
+def instances(args: argparse.Namespace, client: Client) -> int:
+    """The newest instances, filtered; at most --limit of them."""
+    found: list[WorkflowInstance] = []
+    listing = client.iter_instances(
+        project=args.project,
+        workflow=args.workflow or "",
+        states=args.state,
+        page_size=min(args.limit, 1000),
+    )
+    for instance in listing:
+        if len(found) >= args.limit:
+            break
+        found.append(instance)
+    _out(fmt.instance_rows(found))
+    return 0
+
+
+def show(args: argparse.Namespace, client: Client) -> int:
+    """An instance and all its task instances (superseded attempts included)."""
+    instance = client.get_instance(args.instance)
+    tasks = list(client.iter_task_instances(instance.id, include_superseded=True))
+    _out(fmt.instance_header(instance))
+    _out("")
+    _out(fmt.task_rows(tasks))
+    return 0
+
+
+def logs(args: argparse.Namespace, client: Client) -> int:
+    """Writes a task log to stdout as bytes; with -f, until the task instance is terminal."""
+    out = sys.stdout.buffer
+    for chunk in client.tail_log(args.task_instance, follow=args.follow):
+        out.write(chunk.data)
+        out.flush()
+    return 0
+
+
+def control(args: argparse.Namespace, client: Client) -> int:
+    """pause | stop | resume | rerun | recover: prints the instance's state after the request."""
+    action = {
+        "pause": client.pause_instance,
+        "stop": client.stop_instance,
+        "resume": client.resume_instance,
+        "rerun": client.rerun_instance,
+        "recover": client.recover_failed_instance,
+    }[args.command]
+    instance = action(args.instance)
+    _out(f"instance {instance.id}  {instance.state}")
+    return 0
+
+
+def workflows(args: argparse.Namespace, client: Client) -> int:
+    """The project's workflows (current versions)."""
+    rows = (
+        (w.name, w.version, w.release_state, len(w.spec.tasks), fmt.when(w.update_time))
+        for w in client.iter_workflows(args.project)
+    )
+    _out(fmt.table(("name", "version", "release", "tasks", "updated"), rows))
+    return 0
+
+
+def cluster(args: argparse.Namespace, client: Client) -> int:
+    """The live masters and workers with their latest heartbeat."""
+    rows = (
+        (
+            m.role,
+            m.address,
+            m.group,
+            m.status,
+            fmt.percent(m.cpu_usage),
+            fmt.percent(m.memory_usage),
+            f"{m.slots_in_use}/{m.slots_total}",
+            m.epoch,
+            fmt.when(m.start_time),
+        )
+        for m in client.cluster_members()
+    )
+    headers = ("role", "address", "group", "status", "cpu", "mem", "slots", "epoch", "started")
+    _out(fmt.table(headers, rows))
+    return 0
+
+
+def info(args: argparse.Namespace, client: Client) -> int:
+    """The answering server: version, API, role, address, epoch, start time."""
+    server = client.server_info()
+    fields = [
+        ("server", client.target),
+        ("version", server.version),
+        ("api", server.api_version),
+        ("role", str(server.role or fmt.ABSENT)),
+        ("address", server.address),
+        ("epoch", str(server.epoch)),
+        ("started", fmt.when(server.start_time)),
+    ]
+    _out("\n".join(f"{name + ':':<9}{value}" for name, value in fields))
+    return 0

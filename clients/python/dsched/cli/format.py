@@ -1,0 +1,122 @@
+"""Plain-text rendering for the CLI: aligned tables, times, durations, percentages.
+
+Output is meant for terminals and for ``grep``/``awk``: one row per line, columns separated by at
+least two spaces, no colours, times in the local time zone (``-`` where a value is absent).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+
+from dsched.results import TaskInstance, WorkflowInstance
+
+ABSENT = "-"
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """Renders rows under upper-case headers, each column as wide as its widest cell.
+
+    The last column is not padded, so lines carry no trailing spaces.
+    """
+    cells = [[h.upper() for h in headers]]
+    cells += [[ABSENT if c is None or c == "" else str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = []
+    for row in cells:
+        padded = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])]
+        lines.append("  ".join([*padded, row[-1]]))
+    return "\n".join(lines)
+
+
+def when(value: datetime | None) -> str:
+    """A timestamp as local ``YYYY-MM-DD HH:MM:SS``."""
+    if value is None:
+        return ABSENT
+    return value.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def clock(value: datetime | None) -> str:
+    """A timestamp as local ``HH:MM:SS`` (for event lines, where the day is obvious)."""
+    if value is None:
+        return datetime.now().strftime("%H:%M:%S")
+    return value.astimezone().strftime("%H:%M:%S")
+
+
+def elapsed(value: timedelta | None) -> str:
+    """A duration as ``850ms``, ``12.3s``, ``4m05s`` or ``2h03m``."""
+    if value is None:
+        return ABSENT
+    seconds = value.total_seconds()
+    if seconds < 1:
+        return f"{round(seconds * 1000)}ms"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def percent(value: float) -> str:
+    """A 0..1 ratio as a whole percentage."""
+    return f"{value * 100:.0f}%"
+
+
+def instance_rows(instances: Iterable[WorkflowInstance]) -> str:
+    """The ``dsched instances`` table."""
+    rows = (
+        (
+            i.id,
+            f"{i.project}/{i.workflow}",
+            i.workflow_version,
+            i.state,
+            when(i.start_time),
+            when(i.end_time),
+            elapsed(i.duration),
+        )
+        for i in instances
+    )
+    return table(("id", "workflow", "version", "state", "start", "end", "duration"), rows)
+
+
+def instance_header(instance: WorkflowInstance) -> str:
+    """The ``key: value`` block at the top of ``dsched show``."""
+    fields = [
+        ("instance", str(instance.id)),
+        ("workflow", f"{instance.project}/{instance.workflow} v{instance.workflow_version}"),
+        ("state", str(instance.state)),
+        ("command", str(instance.command_type or ABSENT)),
+        ("submitted", when(instance.submit_time)),
+        ("started", when(instance.start_time)),
+        ("ended", when(instance.end_time)),
+        ("duration", elapsed(instance.duration)),
+        ("host", instance.host or ABSENT),
+    ]
+    if instance.dry_run:
+        fields.append(("dry run", "yes"))
+    if instance.params:
+        fields.append(("params", " ".join(f"{k}={v}" for k, v in sorted(instance.params.items()))))
+    if instance.state_reason:
+        fields.append(("reason", instance.state_reason))
+    return "\n".join(f"{name + ':':<11}{value}" for name, value in fields)
+
+
+def task_rows(tasks: Iterable[TaskInstance]) -> str:
+    """The task table of ``dsched show``; superseded attempts are marked with ``*``."""
+    rows = (
+        (
+            t.id,
+            t.task_name,
+            f"{t.attempt}{'' if t.valid else '*'}",
+            t.state,
+            t.host,
+            when(t.start_time),
+            elapsed(t.duration),
+            ABSENT if t.exit_code is None else t.exit_code,
+        )
+        for t in tasks
+    )
+    headers = ("id", "task", "attempt", "state", "host", "start", "duration", "exit code")
+    return table(headers, rows)

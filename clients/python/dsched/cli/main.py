@@ -1,0 +1,228 @@
+"""The ``dsched`` command: argument parsing, dispatch, and the one place errors become exit codes.
+
+Exit codes: 0 success; 1 a failed run or any error; 2 invalid input (INVALID_ARGUMENT, including
+argparse usage errors); 130 interrupted with Ctrl-C. Errors print ``error: <message>`` and then
+each field violation on its own line to stderr, never a traceback.
+
+``standalone``, ``master`` and ``worker`` start servers. They import :mod:`dsched.server` only
+inside their handler, so the client commands never load the server (or need its dependencies).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+from importlib import metadata
+
+from dsched.cli import commands
+from dsched.client import Client
+from dsched.errors import DschedError, InvalidArgument
+from dsched.options import FailureStrategy, Priority
+from dsched.states import WorkflowState
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def _version() -> str:
+    try:
+        return metadata.version("dsched")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _lower(kind: type[FailureStrategy] | type[Priority]) -> list[str]:
+    return [m.value.lower() for m in kind]
+
+
+def _common(suppress: bool) -> argparse.ArgumentParser:
+    """--server and --project, accepted before and after the subcommand.
+
+    On subcommands the defaults are suppressed, so that a value given before the subcommand is
+    not overwritten by the subcommand's default.
+    """
+    parser = argparse.ArgumentParser(add_help=False)
+    default: object = argparse.SUPPRESS
+    parser.add_argument(
+        "--server",
+        metavar="HOST:PORT",
+        default=default if suppress else None,
+        help="master address (default: $DSCHED_SERVER, else 127.0.0.1:5678)",
+    )
+    parser.add_argument(
+        "--project",
+        default=default if suppress else "default",
+        help='project of workflows and instances (default: "default")',
+    )
+    return parser
+
+
+def _add_run(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: list[argparse.ArgumentParser]
+) -> None:
+    p = sub.add_parser("run", parents=common, help="start a workflow (and follow it)")
+    p.add_argument("workflow")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--start-task", action="append", default=[], metavar="TASK")
+    p.add_argument("--depend-type", choices=sorted(commands.DEPEND_TYPES))
+    p.add_argument("--failure-strategy", choices=_lower(FailureStrategy))
+    p.add_argument("--priority", choices=_lower(Priority))
+    p.add_argument("--worker-group", default="", metavar="GROUP")
+    p.add_argument("--dry-run", action="store_true", help="run the engine, not the tasks")
+    p.add_argument("--wait", action="store_true", help="follow the run until it ends")
+    p.add_argument("--logs", action="store_true", help="with --wait, stream every task's log")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="give up waiting after this")
+    p.set_defaults(handler=commands.run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full ``dsched`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="dsched",
+        description="dsched: a distributed DAG workflow scheduler (client and servers)",
+        parents=[_common(suppress=False)],
+    )
+    parser.add_argument("--version", action="version", version=f"dsched {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    common = [_common(suppress=True)]
+
+    p = sub.add_parser("submit", parents=common, help="submit the workflows a Python file builds")
+    p.add_argument("file", metavar="FILE.py")
+    p.set_defaults(handler=commands.submit)
+
+    _add_run(sub, common)
+
+    p = sub.add_parser("instances", parents=common, help="list workflow instances")
+    p.add_argument("--workflow", metavar="W")
+    p.add_argument(
+        "--state", action="append", default=[], type=str.upper, choices=list(WorkflowState)
+    )
+    p.add_argument("--limit", type=int, default=20, metavar="N")
+    p.set_defaults(handler=commands.instances)
+
+    p = sub.add_parser("show", parents=common, help="an instance and its task instances")
+    p.add_argument("instance", type=int)
+    p.set_defaults(handler=commands.show)
+
+    p = sub.add_parser("logs", parents=common, help="print a task instance's log")
+    p.add_argument("task_instance", type=int)
+    p.add_argument("-f", "--follow", action="store_true", help="follow until the task ends")
+    p.set_defaults(handler=commands.logs)
+
+    for action, text in (
+        ("pause", "pause a running instance"),
+        ("stop", "stop an instance, killing its tasks"),
+        ("resume", "resume a paused instance"),
+        ("rerun", "run a finished instance again"),
+        ("recover", "re-run the failed tasks of an instance"),
+    ):
+        p = sub.add_parser(action, parents=common, help=text)
+        p.add_argument("instance", type=int)
+        p.set_defaults(handler=commands.control)
+
+    for name, text, handler in (
+        ("workflows", "list the project's workflows", commands.workflows),
+        ("cluster", "list live masters and workers", commands.cluster),
+        ("info", "describe the server", commands.info),
+    ):
+        p = sub.add_parser(name, parents=common, help=text)
+        p.set_defaults(handler=handler)
+
+    p = sub.add_parser("standalone", help="run a master and a worker in one process")
+    p.add_argument("--port", type=int)
+    p.add_argument("--data-dir", metavar="DIR")
+    p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    for name in ("master", "worker"):
+        # Only for --help: main() hands these commands over before argparse runs.
+        p = sub.add_parser(name, help=f"run a {name} (options are the {name}'s own)")
+        p.add_argument("options", nargs=argparse.REMAINDER)
+    return parser
+
+
+def _pass_through(argv: Sequence[str]) -> tuple[str, list[str]] | None:
+    """``(entry point, its argv)`` when the command is ``master`` or ``worker``, else None.
+
+    Their options belong to the server, in the order given, so argparse (which would reorder
+    them around its own options) never sees them. Global options may come first.
+    """
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token in ("--server", "--project"):
+            i += 2
+        elif token.startswith(("--server=", "--project=")):
+            i += 1
+        elif token in ("master", "worker"):
+            return f"{token}_main", list(argv[i + 1 :])
+        else:
+            return None
+    return None
+
+
+def _serve(entry_name: str, argv: list[str]) -> int:
+    """Hands over to dsched.server.standalone, imported only now (see module docstring)."""
+    try:
+        module = importlib.import_module("dsched.server.standalone")
+    except ImportError as err:
+        raise DschedError(f"the dsched server is not available here: {err}") from None
+    entry: Callable[[list[str]], int | None] = getattr(module, entry_name)
+    return entry(argv) or 0
+
+
+def _standalone_argv(args: argparse.Namespace, extra: list[str]) -> list[str]:
+    argv: list[str] = []
+    if args.port is not None:
+        argv += ["--port", str(args.port)]
+    if args.data_dir:
+        argv += ["--data-dir", args.data_dir]
+    return argv + [a for a in [*args.rest, *extra] if a != "--"]
+
+
+def _report(err: DschedError) -> int:
+    sys.stderr.write(f"error: {err.message}\n")
+    for violation in err.violations:
+        sys.stderr.write(f"  {violation.field}: {violation.description}\n")
+    return EXIT_USAGE if isinstance(err, InvalidArgument) else EXIT_FAILED
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs ``dsched`` with ``argv`` (default: the process's arguments); returns the exit code."""
+    raw = sys.argv[1:] if argv is None else list(argv)
+    server = _pass_through(raw)
+    try:
+        if server is not None:
+            return _serve(*server)
+        parser = build_parser()
+        # standalone passes unknown options through to the server; the others reject them.
+        args, extra = parser.parse_known_args(raw)
+        if args.command == "standalone":
+            return _serve("main", _standalone_argv(args, extra))
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        with Client.connect(args.server) as client:
+            code: int = args.handler(args, client)
+            return code
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return EXIT_INTERRUPTED
+    except DschedError as err:
+        return _report(err)
+    except TimeoutError as err:
+        sys.stderr.write(f"error: timed out: {err}\n")
+        return EXIT_FAILED
+    except FileNotFoundError as err:
+        sys.stderr.write(f"error: {err.strerror}: {err.filename}\n")
+        return EXIT_FAILED
+    except BrokenPipeError:
+        # The reader (``| head``) went away: stop quietly. Pointing stdout at /dev/null keeps
+        # the interpreter's final flush from failing again at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

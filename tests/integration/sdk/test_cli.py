@@ -1,0 +1,225 @@
+"""The ``dsched`` command, run as a process against the fake master: output and exit codes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration.sdk.conftest import Fake
+
+DSCHED = Path(sys.executable).parent / "dsched"
+
+ETL = """
+from dsched import Shell, Workflow
+
+with Workflow("etl", description="demo") as wf:
+    Shell("extract", "echo extracting\\necho rows=3") >> Shell("load", "echo loading")
+
+if __name__ == "__main__":
+    raise SystemExit("only `dsched submit` should load this file")
+"""
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("DSCHED_SERVER", None)
+    return env
+
+
+def cli(fake: Fake, *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [str(DSCHED), "--server", fake.address, "--project", "demo", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=30, env=_env())
+
+
+def _file(tmp_path: Path, text: str, name: str = "flow.py") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.fixture
+def submitted(fake: Fake, tmp_path: Path) -> Fake:
+    result = cli(fake, "submit", _file(tmp_path, ETL))
+    assert result.returncode == 0, result.stderr
+    return fake
+
+
+def test_submit_prints_name_and_version(fake: Fake, tmp_path: Path) -> None:
+    path = _file(tmp_path, ETL)
+    first = cli(fake, "submit", path)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.split() == ["demo/etl", "version", "1", "ONLINE"]
+    changed = _file(tmp_path, ETL.replace("echo loading", "echo loading v2"), "changed.py")
+    assert cli(fake, "submit", path).stdout.split()[2] == "1"
+    assert cli(fake, "submit", changed).stdout.split()[2] == "2"
+
+
+def test_submit_rejects_an_invalid_workflow_offline(fake: Fake, tmp_path: Path) -> None:
+    bad = ETL.replace('Shell("load", "echo loading")', 'Shell("load", "")')
+    result = cli(fake, "submit", _file(tmp_path, bad))
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert lines[0] == "error: workflow 'etl' is invalid"
+    assert lines[1] == "  workflow.tasks[1].shell.script: must not be empty"
+    assert "Traceback" not in result.stderr
+    assert fake.master.requests == []
+
+
+def test_submit_of_a_file_without_workflows(fake: Fake, tmp_path: Path) -> None:
+    result = cli(fake, "submit", _file(tmp_path, "x = 1\n"))
+    assert result.returncode == 2
+    assert "defines no workflow" in result.stderr
+
+
+def test_run_wait_logs_follows_states_and_logs(submitted: Fake) -> None:
+    result = cli(submitted, "run", "etl", "--param", "dt=2024-01-01", "--wait", "--logs")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.splitlines()
+    assert out[0].split() == ["instance", "1", "demo/etl", "v1", "SUBMITTED"]
+    assert "extract | extracting" in out and "extract | rows=3" in out
+    assert "load | loading" in out
+    events = [line.split()[1:3] for line in out[1:-1] if "|" not in line]
+    assert events == [
+        ["workflow", "SUBMITTED"],
+        ["workflow", "RUNNING"],
+        ["extract", "RUNNING"],
+        ["extract", "SUCCEEDED"],
+        ["load", "RUNNING"],
+        ["load", "SUCCEEDED"],
+        ["workflow", "SUCCEEDED"],
+    ]
+    assert out[-1].startswith("instance 1 SUCCEEDED in ")
+    (start,) = submitted.master.seen("StartWorkflow")
+    assert dict(start.params) == {"dt": "2024-01-01"}
+
+
+def test_run_of_a_failing_workflow_exits_1(fake: Fake, tmp_path: Path) -> None:
+    failing = ETL.replace("echo loading", "echo loading\\nexit 1")
+    assert cli(fake, "submit", _file(tmp_path, failing)).returncode == 0
+    result = cli(fake, "run", "etl", "--wait")
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[-1].startswith("instance 1 FAILED")
+    assert "(task load failed)" in result.stdout
+
+
+def test_run_without_wait_prints_the_instance(submitted: Fake) -> None:
+    result = cli(
+        submitted,
+        "run",
+        "etl",
+        "--start-task",
+        "load",
+        "--depend-type",
+        "pre",
+        "--failure-strategy",
+        "end",
+        "--priority",
+        "high",
+        "--worker-group",
+        "gpu",
+        "--dry-run",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("instance 1 ")
+    (start,) = submitted.master.seen("StartWorkflow")
+    assert list(start.start_tasks) == ["load"] and start.dry_run
+    assert start.worker_group == "gpu"
+
+
+def test_run_errors(submitted: Fake) -> None:
+    missing = cli(submitted, "run", "nope")
+    assert missing.returncode == 1
+    assert missing.stderr == "error: workflow 'nope' not found\n"
+    bad_param = cli(submitted, "run", "etl", "--param", "novalue")
+    assert bad_param.returncode == 2
+    assert "--param expects NAME=VALUE" in bad_param.stderr
+
+
+def test_instances_show_and_logs(submitted: Fake) -> None:
+    assert cli(submitted, "run", "etl", "--wait").returncode == 0
+    table = cli(submitted, "instances", "--state", "succeeded", "--limit", "5").stdout.splitlines()
+    assert table[0].split() == ["ID", "WORKFLOW", "VERSION", "STATE", "START", "END", "DURATION"]
+    assert table[1].split()[:4] == ["1", "demo/etl", "1", "SUCCEEDED"]
+    assert cli(submitted, "instances", "--state", "failed").stdout.splitlines()[1:] == []
+
+    shown = cli(submitted, "show", "1").stdout
+    assert "state:     SUCCEEDED" in shown
+    rows = [line.split() for line in shown.split("\n\n")[1].splitlines()]
+    assert rows[0][:4] == ["ID", "TASK", "ATTEMPT", "STATE"]
+    assert [r[1:4] for r in rows[1:]] == [["extract", "1", "SUCCEEDED"], ["load", "1", "SUCCEEDED"]]
+    task_id = rows[1][0]
+    assert rows[1][-1] == "0"  # exit code
+
+    assert cli(submitted, "logs", task_id).stdout == "extracting\nrows=3\n"
+    assert cli(submitted, "logs", task_id, "-f").stdout == "extracting\nrows=3\n"
+
+
+def test_control_commands(submitted: Fake) -> None:
+    assert cli(submitted, "run", "etl", "--wait").returncode == 0
+    refused = cli(submitted, "pause", "1")
+    assert refused.returncode == 1
+    assert refused.stderr == "error: instance 1 is SUCCEEDED\n"
+    rerun = cli(submitted, "rerun", "1")
+    assert (rerun.returncode, rerun.stdout) == (0, "instance 1  SUBMITTED\n")
+    stopped = cli(submitted, "stop", "1")
+    assert stopped.stdout == "instance 1  STOPPED\n"
+    assert cli(submitted, "recover", "1").stdout == "instance 1  SUBMITTED\n"
+
+
+def test_workflows_cluster_info(submitted: Fake) -> None:
+    workflows = cli(submitted, "workflows").stdout.splitlines()
+    assert workflows[0].split() == ["NAME", "VERSION", "RELEASE", "TASKS", "UPDATED"]
+    assert workflows[1].split()[:4] == ["etl", "1", "ONLINE", "2"]
+    cluster = cli(submitted, "cluster").stdout.splitlines()
+    assert cluster[0].split()[:7] == ["ROLE", "ADDRESS", "GROUP", "STATUS", "CPU", "MEM", "SLOTS"]
+    worker = ["WORKER", "10.0.0.2:5679", "default", "NORMAL", "25%", "50%", "2/8"]
+    assert cluster[2].split()[:7] == worker
+    assert cluster[1].split()[2] == "-"  # masters have no group
+    info = cli(submitted, "info").stdout
+    assert "version: 0.1.0-fake" in info and "role:    MASTER" in info
+
+
+def test_server_from_the_environment(fake: Fake) -> None:
+    env = _env() | {"DSCHED_SERVER": fake.address}
+    result = subprocess.run(
+        [str(DSCHED), "info"], capture_output=True, text=True, timeout=30, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    assert fake.master.seen("GetServerInfo")
+
+
+def test_unreachable_server(fake: Fake) -> None:
+    result = subprocess.run(
+        [str(DSCHED), "--server", "127.0.0.1:1", "info"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=_env(),
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: cannot reach the dsched server at 127.0.0.1:1")
+
+
+def test_ctrl_c_exits_130_without_traceback(fake: Fake, tmp_path: Path) -> None:
+    endless = ETL.replace("echo loading", "sleep 1000")
+    assert cli(fake, "submit", _file(tmp_path, endless)).returncode == 0
+    cmd = [str(DSCHED), "--server", fake.address, "--project", "demo", "run", "etl", "--wait"]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env()
+    )
+    assert proc.stdout is not None
+    try:
+        lines = [proc.stdout.readline() for _ in range(6)]  # header + 5 events, then it waits
+        assert lines[-1].split()[1:3] == ["load", "RUNNING"]
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130
+    assert "Traceback" not in err
