@@ -176,13 +176,15 @@ class EmbeddedEnsemble:
             parents.add(parent_path(path))
         session.nodes.clear()
         for ticket in list(session.locks):
-            if self._locks[ticket.name].holder is ticket:
+            queue = self._locks.get(ticket.name)
+            if queue is not None and queue.holder is ticket:
                 self._release(ticket)
-            else:
-                self._locks[ticket.name].waiting.remove(ticket)
-                session.locks.discard(ticket)
-                if not ticket.granted.done():
-                    ticket.granted.set_exception(Unavailable("registry session ended"))
+                continue
+            if queue is not None and ticket in queue.waiting:
+                queue.waiting.remove(ticket)
+            session.locks.discard(ticket)
+            if not ticket.granted.done():
+                ticket.granted.set_exception(Unavailable("registry session ended"))
         # One session ending is one change per parent, as one ZooKeeper transaction would be.
         for parent in sorted(parents):
             self._notify(parent)
@@ -256,8 +258,9 @@ class EmbeddedEnsemble:
             # Cancelled (or the session ended): give up the place, or the lock if it just arrived.
             if queue.holder is ticket:
                 self._release(ticket)
-            elif ticket in queue.waiting:
-                queue.waiting.remove(ticket)
+            else:
+                if ticket in queue.waiting:
+                    queue.waiting.remove(ticket)
                 session.locks.discard(ticket)
             raise
         return ticket
@@ -274,6 +277,7 @@ class EmbeddedEnsemble:
                 queue.holder = nxt
                 nxt.granted.set_result(None)
                 return
+            nxt.session.locks.discard(nxt)  # cancelled, its task not yet run: skip it
         del self._locks[ticket.name]
 
     async def _next_epoch(self) -> int:

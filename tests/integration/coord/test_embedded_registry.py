@@ -363,3 +363,31 @@ async def test_watch_before_start_and_listener_errors(
     assert "registry watch listener failed" in caplog.text
     assert "registry state listener failed" in caplog.text
     await client.stop()
+
+
+async def test_a_waiter_cancelled_in_the_same_turn_as_the_release_is_skipped(
+    ensemble: EmbeddedEnsemble, clients: list[EmbeddedRegistry]
+) -> None:
+    a, b, c = clients
+    inside: list[str] = []
+
+    async def hold(client: EmbeddedRegistry, who: str) -> None:
+        async with client.lock("x"):
+            inside.append(who)
+            await asyncio.Event().wait()
+
+    holder = asyncio.create_task(hold(a, "a"))
+    await settle()
+    skipped = asyncio.create_task(hold(b, "b"))
+    await settle()
+    nxt = asyncio.create_task(hold(c, "c"))
+    await settle()
+    skipped.cancel()  # its task has not run yet when the lock is freed below
+    ensemble.expire_session(a)
+    await settle()
+    assert inside == ["a", "c"]
+    ensemble.expire_session(b)  # b's session holds nothing any more
+    for task in (holder, skipped, nxt):
+        task.cancel()
+    results = await asyncio.gather(holder, skipped, nxt, return_exceptions=True)
+    assert all(isinstance(r, asyncio.CancelledError) for r in results)
