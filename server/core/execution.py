@@ -1,21 +1,22 @@
 """The pure state machine of one running workflow instance.
 
-An :class:`Execution` knows the DAG, the run's scope and options, and the latest attempt of every task.
-The engine feeds it facts (an attempt was created, reached a state, a retry is due, a user paused or
-stopped) and carries out the :data:`Action` values it returns (create a task instance, kill one, schedule
-a retry, finish the instance). It performs no I/O and reads no clock: times come in as arguments. One
-instance's facts must be fed strictly in order.
+An :class:`Execution` knows the DAG, the run's scope and options, and the latest attempt of every
+task. The engine feeds it facts (an attempt was created, reached a state, a retry is due, a user
+paused or stopped) and carries out the :data:`Action` values it returns (create a task instance,
+kill one, schedule a retry, finish the instance). It performs no I/O and reads no clock: times come
+in as arguments. One instance's facts must be fed strictly in order.
 
 Semantics (after DolphinScheduler, see reference/dolphinscheduler.md §1.4-1.5 and §1.8):
 
 * A task in scope starts when every in-scope upstream task succeeded (or was force-succeeded, or is
   disabled). Upstream tasks outside the scope are ignored.
-* A failed attempt with retries left is retried after its interval as a new attempt. A final failure
-  blocks the failed task's downstream. With CONTINUE other branches go on; with END every active task is
-  killed and nothing new starts. The instance ends FAILED.
-* Pause: queued attempts end PAUSED, running ones finish, nothing new starts; the instance ends PAUSED
-  (or FAILED/SUCCEEDED if that is what happened). Stop: running attempts are killed, queued ones end
-  KILLED; the instance ends STOPPED.
+* A failed attempt with retries left is retried after its interval as a new attempt. A final
+  failure blocks the failed task's downstream. With CONTINUE other branches go on; with END every
+  active task is killed and nothing new starts. The instance ends FAILED.
+* A paused attempt is re-created on resume as a new attempt that keeps its retry count.
+* Pause: queued attempts end PAUSED, running ones finish, nothing new starts; the instance ends
+  PAUSED (or FAILED/SUCCEEDED if that is what happened). Stop: running attempts are killed, queued
+  ones end KILLED; the instance ends STOPPED.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from dsched.options import FailureStrategy
-from dsched.states import TaskState, WorkflowState
 from dsched.server.core.dag import Dag
+from dsched.states import TaskState, WorkflowState
 
 _ON_WORKER = frozenset({TaskState.DISPATCHED, TaskState.RUNNING})
 _QUEUED = frozenset({TaskState.SUBMITTED, TaskState.DELAY_EXECUTION})
@@ -146,14 +147,20 @@ class Execution:
     ) -> Execution:
         """Builds the execution from the valid attempts in the store (none for a fresh run).
 
-        ``last_attempts`` holds the highest attempt number per task, superseded attempts included, so
-        new attempts never reuse a number.
+        ``last_attempts`` holds the highest attempt number per task, superseded attempts included,
+        so new attempts never reuse a number.
         """
         ex = cls(dag=dag, scope=scope, failure_strategy=failure_strategy, phase=phase)
-        ex._tasks = {name: _Task(name, last_attempt=last_attempts.get(name, 0)) for name in dag.order}
+        ex._tasks = {
+            name: _Task(name, last_attempt=last_attempts.get(name, 0)) for name in dag.order
+        }
         for view in sorted(attempts, key=lambda v: v.attempt):
             slot = ex._tasks[view.task]
-            slot.ti_id, slot.state, slot.retry_times = view.task_instance_id, view.state, view.retry_times
+            slot.ti_id, slot.state, slot.retry_times = (
+                view.task_instance_id,
+                view.state,
+                view.retry_times,
+            )
             slot.last_attempt = max(slot.last_attempt, view.attempt)
             slot.ended = view.end_time
         return ex
@@ -193,28 +200,57 @@ class Execution:
     # ----------------------------------------------------------------------------- inputs
 
     def start(self, now: datetime) -> list[Action]:
-        """First actions after :meth:`restore`: resume restored attempts, then release ready tasks."""
+        """First actions after :meth:`restore`: resume restored attempts, then release ready tasks.
+
+        A master may have died half-way through a pause, a stop or an END failure: restored in
+        READY_PAUSE, READY_STOP or with a final failure under END, queued attempts are cancelled
+        and (unless pausing) attempts on workers adopted and killed, as the first master would
+        have done.
+        """
+        for name in self.dag.order:
+            if name in self.scope and self._final_failure(self._tasks[name]):
+                self._failed.append(name)
+        if self._failed and self.failure_strategy is FailureStrategy.END:
+            self._ending = True
+        killing = self._ending or self.phase is WorkflowState.READY_STOP
         actions: list[Action] = []
         for name in self.dag.order:
             t = self._tasks[name]
             if t.state in _QUEUED:
-                actions.append(Redispatch(name, t.ti_id))
+                if killing:
+                    actions.append(Cancel(name, t.ti_id, TaskState.KILLED))
+                elif self.phase is WorkflowState.READY_PAUSE:
+                    actions.append(Cancel(name, t.ti_id, TaskState.PAUSED))
+                else:
+                    actions.append(Redispatch(name, t.ti_id))
             elif t.state in _ON_WORKER:
                 actions.append(Adopt(name, t.ti_id))
-            elif t.state is TaskState.FAILED and self._retries_left(t) and name in self.scope:
+                if killing:
+                    actions.append(Kill(name, t.ti_id))
+            elif (
+                t.state is TaskState.FAILED
+                and self._retries_left(t)
+                and name in self.scope
+                and self._may_release()  # else the retry happens on resume / recover
+            ):
                 actions.append(self._retry(t, now=now, ended=t.ended))
-            elif self._final_failure(t) and name in self.scope:
-                self._failed.append(name)
-        if self._failed and self.failure_strategy is FailureStrategy.END:
-            self._ending = True
         actions.extend(self._release(self.dag.order))
         actions.extend(self._maybe_finish())
         return actions
 
-    def attempt_created(self, task: str, task_instance_id: int, state: TaskState) -> None:
-        """Binds the id of the attempt a :class:`Create` asked for."""
+    def attempt_created(self, task: str, task_instance_id: int, state: TaskState) -> list[Action]:
+        """Binds the id of the attempt a :class:`Create` asked for.
+
+        If a pause, a stop or an END failure was fed in after the Create (the engine creates a
+        batch's attempts last), returns the :class:`Cancel` that ends the new attempt; carry it out
+        like any other action instead of dispatching the attempt.
+        """
         t = self._tasks[task]
         t.pending, t.ti_id, t.state = False, task_instance_id, state
+        if self._may_release() or state not in _QUEUED:
+            return []
+        killing = self._ending or self.phase is WorkflowState.READY_STOP
+        return [Cancel(task, task_instance_id, TaskState.KILLED if killing else TaskState.PAUSED)]
 
     def task_state(self, task: str, state: TaskState, now: datetime) -> list[Action]:
         """Records the new state of the task's current attempt and returns what follows from it."""
@@ -263,7 +299,8 @@ class Execution:
         self.phase = WorkflowState.READY_PAUSE
         actions: list[Action] = []
         for t in self._tasks.values():
-            t.retry_waiting = False  # the retry happens on resume (restore sees FAILED + retries left)
+            # the retry happens on resume (restore sees FAILED + retries left)
+            t.retry_waiting = False
             if t.state in _QUEUED:
                 actions.append(Cancel(t.name, t.ti_id, TaskState.PAUSED))
         return actions + self._maybe_finish()
@@ -289,7 +326,8 @@ class Execution:
 
     def _retry(self, t: _Task, *, now: datetime, ended: datetime | None) -> ScheduleRetry:
         interval = self.dag.tasks[t.name].retry_interval
-        elapsed = now - ended if ended is not None else timedelta(0)
+        # An end time ahead of ``now`` (another host's clock) must not stretch the wait.
+        elapsed = max(timedelta(0), now - ended) if ended is not None else timedelta(0)
         # Wait what is left of the interval (DolphinScheduler once added the elapsed time instead).
         t.retry_waiting = True
         return ScheduleRetry(t.name, max(timedelta(0), interval - elapsed))
@@ -308,8 +346,11 @@ class Execution:
         return all(self._done_ok(up) for up in self.dag.upstream[name] if up in self.scope)
 
     def _release(self, candidates: Iterable[str]) -> list[Action]:
-        if not self._may_release():
+        # Passing a disabled task through starts nothing, so it happens while pausing too (else a
+        # run whose remaining tasks are all disabled would end PAUSED); only creating needs RUNNING.
+        if self.finished is not None:
             return []
+        creating = self._may_release()
         actions: list[Action] = []
         queue = deque(candidates)
         while queue:
@@ -320,8 +361,9 @@ class Execution:
             if self.dag.tasks[name].disabled:
                 t.passed = True  # passed through; its downstream may now be ready
                 queue.extend(self.dag.downstream[name])
-            else:
-                actions.append(self._create(t, retry_times=0))
+            elif creating:
+                # A paused attempt is re-created with its retry count: a pause grants no retries.
+                actions.append(self._create(t, retry_times=t.retry_times if t.state else 0))
         return actions
 
     def _maybe_finish(self) -> list[Action]:
