@@ -60,8 +60,12 @@ _MAX_DURATION_SECONDS = 315_576_000_000
 _NANOS_PER_SECOND = 1_000_000_000
 
 
-class _EnumMap:
-    """Number <-> member table for one StrEnum whose values are proto names without ``prefix``."""
+class EnumMap:
+    """Number <-> member table for one StrEnum whose values are proto names without ``prefix``.
+
+    The tables below are shared with the server's API layer; ``by_number`` and ``by_member`` are
+    the two directions, :meth:`number` and :meth:`name` the forms message fields accept.
+    """
 
     def __init__(self, members: type[StrEnum], wrapper: EnumTypeWrapper, prefix: str) -> None:
         self.prefix = prefix
@@ -78,25 +82,24 @@ class _EnumMap:
         return self.by_member[member]
 
 
-PRIORITY = _EnumMap(Priority, enums_pb2.Priority, "PRIORITY_")
-TIMEOUT_STRATEGY = _EnumMap(TimeoutStrategy, enums_pb2.TimeoutStrategy, "TIMEOUT_STRATEGY_")
-FAILURE_STRATEGY = _EnumMap(FailureStrategy, enums_pb2.FailureStrategy, "FAILURE_STRATEGY_")
-TASK_DEPEND_TYPE = _EnumMap(TaskDependType, enums_pb2.TaskDependType, "TASK_DEPEND_TYPE_")
-RELEASE_STATE = _EnumMap(ReleaseState, enums_pb2.ReleaseState, "RELEASE_STATE_")
-COMMAND_TYPE = _EnumMap(CommandType, enums_pb2.CommandType, "COMMAND_TYPE_")
-WORKFLOW_STATE = _EnumMap(
-    WorkflowState, enums_pb2.WorkflowInstanceState, "WORKFLOW_INSTANCE_STATE_"
-)
-TASK_STATE = _EnumMap(TaskState, enums_pb2.TaskInstanceState, "TASK_INSTANCE_STATE_")
-SERVER_ROLE = _EnumMap(ServerRole, enums_pb2.ServerRole, "SERVER_ROLE_")
-SERVER_STATUS = _EnumMap(ServerStatus, enums_pb2.ServerStatus, "SERVER_STATUS_")
+PRIORITY = EnumMap(Priority, enums_pb2.Priority, "PRIORITY_")
+TIMEOUT_STRATEGY = EnumMap(TimeoutStrategy, enums_pb2.TimeoutStrategy, "TIMEOUT_STRATEGY_")
+FAILURE_STRATEGY = EnumMap(FailureStrategy, enums_pb2.FailureStrategy, "FAILURE_STRATEGY_")
+TASK_DEPEND_TYPE = EnumMap(TaskDependType, enums_pb2.TaskDependType, "TASK_DEPEND_TYPE_")
+RELEASE_STATE = EnumMap(ReleaseState, enums_pb2.ReleaseState, "RELEASE_STATE_")
+COMMAND_TYPE = EnumMap(CommandType, enums_pb2.CommandType, "COMMAND_TYPE_")
+WORKFLOW_STATE = EnumMap(WorkflowState, enums_pb2.WorkflowInstanceState, "WORKFLOW_INSTANCE_STATE_")
+TASK_STATE = EnumMap(TaskState, enums_pb2.TaskInstanceState, "TASK_INSTANCE_STATE_")
+SERVER_ROLE = EnumMap(ServerRole, enums_pb2.ServerRole, "SERVER_ROLE_")
+SERVER_STATUS = EnumMap(ServerStatus, enums_pb2.ServerStatus, "SERVER_STATUS_")
+_EnumMap = EnumMap  # the name server/api/validation.py imports; drop once it uses EnumMap
 
 
 @overload
-def _member(table: _EnumMap, kind: type[E], number: int, default: E) -> E: ...
+def _member(table: EnumMap, kind: type[E], number: int, default: E) -> E: ...
 @overload
-def _member(table: _EnumMap, kind: type[E], number: int, default: None) -> E | None: ...
-def _member(table: _EnumMap, kind: type[E], number: int, default: E | None) -> E | None:
+def _member(table: EnumMap, kind: type[E], number: int, default: None) -> E | None: ...
+def _member(table: EnumMap, kind: type[E], number: int, default: E | None) -> E | None:
     """Decodes a response enum: 0 -> ``default``; unknown -> Internal (the server is newer)."""
     if number == 0:
         return default
@@ -110,7 +113,7 @@ def _member(table: _EnumMap, kind: type[E], number: int, default: E | None) -> E
     return kind(member.value)
 
 
-def _required(table: _EnumMap, kind: type[E], number: int) -> E:
+def _required(table: EnumMap, kind: type[E], number: int) -> E:
     member = _member(table, kind, number, None)
     if member is None:
         raise Internal(
@@ -125,9 +128,6 @@ def _time(msg: Message, name: str) -> datetime | None:
         return None
     stamp: timestamp_pb2.Timestamp = getattr(msg, name)
     return stamp.ToDatetime(tzinfo=UTC)
-
-
-# ------------------------------------------------------------------------------------ definitions
 
 
 def task_spec_to_proto(task: TaskSpec) -> resources_pb2.TaskDefinition:
@@ -164,7 +164,7 @@ def workflow_spec_to_proto(spec: WorkflowSpec) -> resources_pb2.Workflow:
 
 
 def _option(
-    table: _EnumMap, kind: type[E], number: int, default: E, path: str, out: list[FieldViolation]
+    table: EnumMap, kind: type[E], number: int, default: E, path: str, out: list[FieldViolation]
 ) -> E:
     member = table.by_number.get(number)
     if number == 0 or member is None:
@@ -246,9 +246,6 @@ def workflow_spec_from_proto(
         params=dict(msg.params),
     )
     return spec, out
-
-
-# ---------------------------------------------------------------------------------------- results
 
 
 def project_from_proto(msg: resources_pb2.Project) -> Project:

@@ -303,7 +303,9 @@ class InstanceCalls(RpcBase):
                     if instance.terminal:
                         frames.close()
                         return instance
-            if not progressed:
+            if progressed:
+                empty_streams = self.reconnect.delays()  # only consecutive empty streams count
+            else:
                 # The server ended a keep_open stream without a frame: back off before reopening.
                 delay = next(empty_streams, None)
                 if delay is None:
