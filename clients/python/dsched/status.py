@@ -10,7 +10,7 @@ Statuses without details (from a proxy, a load balancer or grpc itself) map by c
 from __future__ import annotations
 
 import grpc
-from google.rpc import error_details_pb2  # type: ignore[import-untyped, unused-ignore]
+from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from dsched.errors import DOMAIN, DschedError, FieldViolation, Unavailable, error_class
