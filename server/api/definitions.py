@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from grpc import aio
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dsched.convert import RELEASE_STATE, workflow_spec_from_proto
 from dsched.errors import InvalidWorkflow
@@ -15,6 +14,7 @@ from dsched.server.api.context import MasterContext
 from dsched.server.api.idempotency import once
 from dsched.server.api.validation import Checks
 from dsched.server.store import definitions as repo
+from dsched.server.store.database import Conn
 from dsched.spec import MAX_DESCRIPTION_LENGTH, WorkflowSpec, text_violation, validate_workflow
 from dsched.v1 import master_service_pb2 as pb
 from dsched.v1 import resources_pb2
@@ -53,7 +53,7 @@ class DefinitionsApi:
         checks.request_id(request.request_id)
         checks.raise_if_any()
 
-        async def work(conn: AsyncConnection) -> pb.CreateProjectResponse:
+        async def work(conn: Conn) -> pb.CreateProjectResponse:
             record = await repo.create_project(
                 conn, request.project.name, description, self.ctx.clock.now()
             )
@@ -84,7 +84,7 @@ class DefinitionsApi:
         checks.request_id(request.request_id)
         checks.raise_if_any()
 
-        async def work(conn: AsyncConnection) -> pb.DeleteProjectResponse:
+        async def work(conn: Conn) -> pb.DeleteProjectResponse:
             await repo.delete_project(conn, request.name)
             return pb.DeleteProjectResponse()
 
@@ -95,7 +95,7 @@ class DefinitionsApi:
     async def CreateWorkflow(self, request: pb.CreateWorkflowRequest, context: Ctx) -> Any:
         spec = _workflow_spec(request.workflow, request.request_id)
 
-        async def work(conn: AsyncConnection) -> pb.CreateWorkflowResponse:
+        async def work(conn: Conn) -> pb.CreateWorkflowResponse:
             record = await repo.create_workflow(conn, spec, self.ctx.clock.now())
             return pb.CreateWorkflowResponse(workflow=convert.workflow(record))
 
@@ -106,7 +106,7 @@ class DefinitionsApi:
     async def UpdateWorkflow(self, request: pb.UpdateWorkflowRequest, context: Ctx) -> Any:
         spec = _workflow_spec(request.workflow, request.request_id)
 
-        async def work(conn: AsyncConnection) -> pb.UpdateWorkflowResponse:
+        async def work(conn: Conn) -> pb.UpdateWorkflowResponse:
             record = await repo.update_workflow(conn, spec, self.ctx.clock.now())
             return pb.UpdateWorkflowResponse(workflow=convert.workflow(record))
 
@@ -160,7 +160,7 @@ class DefinitionsApi:
         checks.request_id(request.request_id)
         checks.raise_if_any()
 
-        async def work(conn: AsyncConnection) -> pb.DeleteWorkflowResponse:
+        async def work(conn: Conn) -> pb.DeleteWorkflowResponse:
             await repo.delete_workflow(conn, request.project, request.name)
             return pb.DeleteWorkflowResponse()
 
@@ -181,7 +181,7 @@ class DefinitionsApi:
         checks.raise_if_any()
         wanted = ReleaseState(str(state))
 
-        async def work(conn: AsyncConnection) -> pb.SetWorkflowReleaseStateResponse:
+        async def work(conn: Conn) -> pb.SetWorkflowReleaseStateResponse:
             record = await repo.set_release_state(
                 conn, request.project, request.name, wanted, self.ctx.clock.now()
             )

@@ -12,11 +12,11 @@ from typing import TypeVar
 
 from google.protobuf.message import Message
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dsched.errors import Aborted
 from dsched.server.api.context import MasterContext
 from dsched.server.store import requests
+from dsched.server.store.database import Conn
 
 M = TypeVar("M", bound=Message)
 
@@ -26,7 +26,7 @@ async def once(
     request_id: str,
     method: str,
     response_type: type[M],
-    work: Callable[[AsyncConnection], Awaitable[M]],
+    work: Callable[[Conn], Awaitable[M]],
 ) -> M:
     """Runs ``work`` in a transaction unless ``request_id`` was seen; returns the (first) answer."""
     if request_id:

@@ -12,7 +12,6 @@ import asyncio
 from typing import Any
 
 from grpc import aio
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dsched.convert import FAILURE_STRATEGY, PRIORITY, TASK_DEPEND_TYPE
 from dsched.errors import FailedPrecondition, InvalidArgument, Unavailable
@@ -34,6 +33,7 @@ from dsched.server.engine.messages import Control, ControlKind
 from dsched.server.store import definitions, events
 from dsched.server.store import instances as instance_repo
 from dsched.server.store import task_instances as ti_repo
+from dsched.server.store.database import Conn
 from dsched.server.store.events import NewEvent
 from dsched.states import TaskState, WorkflowState
 from dsched.v1 import master_service_pb2 as pb
@@ -95,7 +95,7 @@ class RunsApi:
         )
         checks.raise_if_any()
 
-        async def work(conn: AsyncConnection) -> pb.StartWorkflowResponse:
+        async def work(conn: Conn) -> pb.StartWorkflowResponse:
             workflow = await definitions.get_workflow(conn, request.project, request.workflow)
             if workflow.release_state is not ReleaseState.ONLINE:
                 raise FailedPrecondition(
@@ -288,7 +288,7 @@ class RunsApi:
         (every restart response is ``{instance}``, so one wire shape serves all four)."""
         allowed, command = _RESTARTS[action]
 
-        async def work(conn: AsyncConnection) -> pb.ResumeWorkflowInstanceResponse:
+        async def work(conn: Conn) -> pb.ResumeWorkflowInstanceResponse:
             instance = await instance_repo.get_instance(conn, instance_id)
             transitions.require_state(
                 instance.state, allowed, action=action, instance_id=instance_id
@@ -353,7 +353,7 @@ class RunsApi:
     ) -> Any:
         _id_checks(request.id, request.request_id)
 
-        async def work(conn: AsyncConnection) -> pb.ForceTaskInstanceSuccessResponse:
+        async def work(conn: Conn) -> pb.ForceTaskInstanceSuccessResponse:
             ti = await ti_repo.get(conn, request.id)
             instance = await instance_repo.get_instance(conn, ti.workflow_instance_id)
             if not instance.state.terminal:
@@ -423,7 +423,7 @@ class RunsApi:
         return answer
 
     @staticmethod
-    async def _all_succeeded(conn: AsyncConnection, instance: InstanceRecord) -> bool:
+    async def _all_succeeded(conn: Conn, instance: InstanceRecord) -> bool:
         workflow = await definitions.get_workflow_by_code(
             conn, instance.workflow_code, instance.workflow_version
         )

@@ -14,8 +14,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from dsched.options import CommandType
 from dsched.server.core.dag import Dag
 from dsched.server.core.execution import AttemptView, Execution
@@ -34,6 +32,7 @@ from dsched.server.store import definitions, events
 from dsched.server.store import instances as instance_repo
 from dsched.server.store import task_instances as ti_repo
 from dsched.server.store.codec import scope_to_json
+from dsched.server.store.database import Conn
 from dsched.server.store.events import NewEvent
 from dsched.states import TaskState, WorkflowState
 
@@ -103,9 +102,7 @@ class CommandConsumer:
         self.s.metrics.commands_claimed += 1
         self.runners.add(started)
 
-    async def _claim_in(
-        self, conn: AsyncConnection, command: CommandRecord
-    ) -> InstanceRunner | None:
+    async def _claim_in(self, conn: Conn, command: CommandRecord) -> InstanceRunner | None:
         now = self.s.clock.now()
         instance = await instance_repo.get_instance(conn, command.workflow_instance_id)
         workflow = await definitions.get_workflow_by_code(
@@ -136,7 +133,7 @@ class CommandConsumer:
         return await self.build_runner(conn, instance.id, workflow)
 
     async def build_runner(
-        self, conn: AsyncConnection, instance_id: int, workflow: WorkflowRecord | None = None
+        self, conn: Conn, instance_id: int, workflow: WorkflowRecord | None = None
     ) -> InstanceRunner:
         """A runner for an instance this epoch owns, restored from the store."""
         instance = await instance_repo.get_instance(conn, instance_id)

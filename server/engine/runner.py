@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from dsched.errors import OwnershipLost
 from dsched.options import TimeoutStrategy
 from dsched.server.core import execution as ex
@@ -49,6 +47,7 @@ from dsched.server.engine.services import EngineServices
 from dsched.server.store import events as event_log
 from dsched.server.store import instances as instance_repo
 from dsched.server.store import task_instances as ti_repo
+from dsched.server.store.database import Conn
 from dsched.server.store.events import NewEvent
 from dsched.server.store.task_instances import NewAttempt
 from dsched.spec import TaskSpec
@@ -85,7 +84,7 @@ class Track:
 class _Batch:
     """Writes and effects of one batch; written in one transaction, effects run after commit."""
 
-    conn: AsyncConnection
+    conn: Conn
     now: datetime
     effects: Effects
     events: list[NewEvent] = field(default_factory=list)

@@ -1,80 +1,134 @@
 """The database handle: engine, transactions, migrations.
 
 All store access goes through :class:`Database`. Writes happen in :meth:`Database.transaction`
-blocks; the repositories are functions that take the block's connection, so one transaction can
+blocks; the repositories are functions that take the block's :class:`Conn`, so one transaction can
 span several of them (a state change and its event row commit together or not at all).
 
-SQLite allows one writer at a time. Standalone dsched is one process, so write transactions are
-serialised in-process by an asyncio lock instead of letting concurrent writers fail with "database
-is locked"; WAL mode keeps readers off the writer's back.
+PostgreSQL and MariaDB are reached through SQLAlchemy's asyncio drivers (asyncpg, aiomysql).
+SQLite is different on purpose: it is a library in this process, its statements take microseconds,
+and running each one through aiosqlite's thread costs a thread hop per call (about 50 hops per task
+attempt, which dominated the latency between dependent tasks). So for SQLite the store uses the
+synchronous driver and runs statements inline on the event loop; a statement never waits for
+another process, and WAL mode with ``synchronous=NORMAL`` means a commit does not wait for the disk.
+Standalone dsched is one process, so write transactions are serialised by an asyncio lock.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, event, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.engine import CursorResult, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 log = logging.getLogger(__name__)
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 _MIGRATION_LOCK = 7_301_511  # arbitrary advisory-lock key shared by every dsched master
+T = TypeVar("T")
+
+
+class Conn(Protocol):
+    """The connection repositories use: SQLAlchemy's execute/scalar, awaitable on every backend."""
+
+    async def execute(self, statement: Any, parameters: Any = None) -> CursorResult[Any]: ...
+
+    async def scalar(self, statement: Any, parameters: Any = None) -> Any: ...
+
+    async def run_sync(self, fn: Callable[[Connection], T]) -> T: ...
+
+
+class _AsyncConn:
+    """A :class:`Conn` over an asyncio driver connection (PostgreSQL, MariaDB)."""
+
+    def __init__(self, conn: AsyncConnection) -> None:
+        self._conn = conn
+
+    async def execute(self, statement: Any, parameters: Any = None) -> CursorResult[Any]:
+        result: CursorResult[Any] = await self._conn.execute(statement, parameters)
+        return result
+
+    async def scalar(self, statement: Any, parameters: Any = None) -> Any:
+        return await self._conn.scalar(statement, parameters)
+
+    async def run_sync(self, fn: Callable[[Connection], T]) -> T:
+        return await self._conn.run_sync(fn)
+
+
+class _InlineConn:
+    """A :class:`Conn` over a synchronous SQLite connection: statements run inline (see module)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    async def execute(self, statement: Any, parameters: Any = None) -> CursorResult[Any]:
+        return self._conn.execute(statement, parameters)
+
+    async def scalar(self, statement: Any, parameters: Any = None) -> Any:
+        return self._conn.scalar(statement, parameters)
+
+    async def run_sync(self, fn: Callable[[Connection], T]) -> T:
+        return fn(self._conn)
 
 
 class Database:
-    """Owns the async engine. ``start`` connects and migrates to the newest schema; ``stop``
-    closes."""
+    """Owns the engine. ``start`` connects and migrates to the newest schema; ``stop`` closes."""
 
     def __init__(self, url: str, *, echo: bool = False) -> None:
         self.url = make_url(url)
-        self._echo = echo
-        self._engine: AsyncEngine | None = None
-        self._write_lock = asyncio.Lock()
         self.dialect = self.url.get_backend_name()
-
-    @property
-    def engine(self) -> AsyncEngine:
-        if self._engine is None:
-            raise RuntimeError("database not started")
-        return self._engine
+        self._echo = echo
+        self._async: AsyncEngine | None = None
+        self._sync: Engine | None = None
+        self._write_lock = asyncio.Lock()
 
     @property
     def is_sqlite(self) -> bool:
         return self.dialect == "sqlite"
 
     async def start(self, *, migrate: bool = True) -> None:
-        kwargs: dict[str, Any] = {"echo": self._echo, "pool_pre_ping": not self.is_sqlite}
         if self.is_sqlite:
             database = self.url.database
             if database and database != ":memory:":
                 Path(database).parent.mkdir(parents=True, exist_ok=True)
-            kwargs["connect_args"] = {"timeout": 30}
+            # The loop thread is the only user; check_same_thread would trip on pool hand-offs.
+            url = self.url.set(drivername="sqlite+pysqlite")
+            engine = create_engine(
+                url, echo=self._echo, connect_args={"timeout": 30, "check_same_thread": False}
+            )
+            event.listen(engine, "connect", _sqlite_pragmas)
+            event.listen(engine, "begin", _sqlite_begin)
+            self._sync = engine
         else:
-            kwargs.update(pool_size=10, max_overflow=10, pool_recycle=1800)
-        engine = create_async_engine(self.url, **kwargs)
-        if self.is_sqlite:
-            event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
-        self._engine = engine
+            self._async = create_async_engine(
+                self.url,
+                echo=self._echo,
+                pool_pre_ping=True,
+                pool_size=10,
+                max_overflow=10,
+                pool_recycle=1800,
+            )
         if migrate:
             await self.migrate()
 
     async def stop(self) -> None:
-        if self._engine is not None:
-            await self._engine.dispose()
-            self._engine = None
+        if self._async is not None:
+            await self._async.dispose()
+            self._async = None
+        if self._sync is not None:
+            self._sync.dispose()
+            self._sync = None
 
     async def migrate(self) -> None:
         """Upgrades the schema to the newest revision, under a lock so masters don't race."""
-        async with self.engine.begin() as conn:
+        async with self.transaction() as conn:
             if self.dialect == "postgresql":
                 await conn.execute(text(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})"))
             elif self.dialect in ("mysql", "mariadb"):
@@ -84,24 +138,36 @@ class Database:
                 await conn.execute(text("SELECT RELEASE_LOCK('dsched_migrate')"))
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[AsyncConnection]:
+    async def transaction(self) -> AsyncIterator[Conn]:
         """A write transaction: commits when the block exits normally, rolls back on an
         exception."""
-        if self.is_sqlite:
-            async with self._write_lock, self.engine.begin() as conn:
-                yield conn
-        else:
-            async with self.engine.begin() as conn:
-                yield conn
+        if self._sync is not None:
+            async with self._write_lock:
+                with self._sync.begin() as conn:
+                    yield _InlineConn(conn)
+            return
+        if self._async is None:
+            raise RuntimeError("database not started")
+        async with self._async.begin() as aconn:
+            yield _AsyncConn(aconn)
 
     @asynccontextmanager
-    async def read(self) -> AsyncIterator[AsyncConnection]:
+    async def read(self) -> AsyncIterator[Conn]:
         """A connection for reads (its implicit transaction is rolled back at the end)."""
-        async with self.engine.connect() as conn:
-            yield conn
+        if self._sync is not None:
+            with self._sync.connect() as conn:
+                yield _InlineConn(conn)
+            return
+        if self._async is None:
+            raise RuntimeError("database not started")
+        async with self._async.connect() as aconn:
+            yield _AsyncConn(aconn)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # Let SQLAlchemy issue BEGIN itself (see _sqlite_begin); pysqlite's implicit BEGIN is
+    # unreliable.
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     # NORMAL in WAL mode loses at most the last transactions on power loss, never consistency.
@@ -109,6 +175,10 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()
+
+
+def _sqlite_begin(conn: Connection) -> None:
+    conn.exec_driver_sql("BEGIN")
 
 
 def _upgrade(conn: Connection) -> None:

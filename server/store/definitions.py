@@ -7,7 +7,6 @@ from datetime import datetime
 
 from sqlalchemy import Row, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dsched.errors import AlreadyExists, FailedPrecondition, NotFound
 from dsched.options import ReleaseState
@@ -15,6 +14,7 @@ from dsched.server.core.records import Page, ProjectRecord, WorkflowRecord, Work
 from dsched.server.core.transitions import OWNED_STATES
 from dsched.server.store import paging
 from dsched.server.store.codec import task_from_json, task_to_json, task_type
+from dsched.server.store.database import Conn
 from dsched.server.store.models import (
     Project,
     TaskDefinition,
@@ -48,9 +48,7 @@ def _project(row: Row[tuple[object, ...]]) -> ProjectRecord:
     )
 
 
-async def create_project(
-    conn: AsyncConnection, name: str, description: str, now: datetime
-) -> ProjectRecord:
+async def create_project(conn: Conn, name: str, description: str, now: datetime) -> ProjectRecord:
     exists = await conn.scalar(select(P.c.id).where(P.c.name == name))
     if exists is not None:
         raise AlreadyExists(f"project {name!r} already exists", metadata={"project": name})
@@ -63,14 +61,14 @@ async def create_project(
     return await get_project(conn, name)
 
 
-async def get_project(conn: AsyncConnection, name: str) -> ProjectRecord:
+async def get_project(conn: Conn, name: str) -> ProjectRecord:
     row = (await conn.execute(select(P).where(P.c.name == name))).first()
     if row is None:
         raise NotFound(f"project {name!r} not found", metadata={"project": name})
     return _project(row)
 
 
-async def list_projects(conn: AsyncConnection, size: int, token: str) -> Page[ProjectRecord]:
+async def list_projects(conn: Conn, size: int, token: str) -> Page[ProjectRecord]:
     limit = paging.page_size(size)
     after = paging.decode(token)
     query = select(P).order_by(P.c.name).limit(limit + 1)
@@ -82,7 +80,7 @@ async def list_projects(conn: AsyncConnection, size: int, token: str) -> Page[Pr
     return Page(items=items, next_token=nxt)
 
 
-async def delete_project(conn: AsyncConnection, name: str) -> None:
+async def delete_project(conn: Conn, name: str) -> None:
     project = await get_project(conn, name)
     count = await conn.scalar(select(func.count()).where(W.c.project_id == project.id))
     if count:
@@ -94,7 +92,7 @@ async def delete_project(conn: AsyncConnection, name: str) -> None:
     await conn.execute(delete(P).where(P.c.id == project.id))
 
 
-async def _head(conn: AsyncConnection, project: str, name: str) -> Row[tuple[object, ...]]:
+async def _head(conn: Conn, project: str, name: str) -> Row[tuple[object, ...]]:
     query = (
         select(W, P.c.name.label("project_name"))
         .join(P, P.c.id == W.c.project_id)
@@ -110,7 +108,7 @@ async def _head(conn: AsyncConnection, project: str, name: str) -> Row[tuple[obj
 
 
 async def _write_version(
-    conn: AsyncConnection, code: int, version: int, spec: WorkflowSpec, now: datetime
+    conn: Conn, code: int, version: int, spec: WorkflowSpec, now: datetime
 ) -> None:
     await conn.execute(
         insert(V).values(
@@ -144,9 +142,7 @@ async def _write_version(
         await conn.execute(insert(E), edges)
 
 
-async def create_workflow(
-    conn: AsyncConnection, spec: WorkflowSpec, now: datetime
-) -> WorkflowRecord:
+async def create_workflow(conn: Conn, spec: WorkflowSpec, now: datetime) -> WorkflowRecord:
     """Stores version 1 (OFFLINE). The spec must already be validated."""
     project = await get_project(conn, spec.project)
     taken = await conn.scalar(
@@ -175,9 +171,7 @@ async def create_workflow(
     return await get_workflow_by_code(conn, code)
 
 
-async def update_workflow(
-    conn: AsyncConnection, spec: WorkflowSpec, now: datetime
-) -> WorkflowRecord:
+async def update_workflow(conn: Conn, spec: WorkflowSpec, now: datetime) -> WorkflowRecord:
     """Stores a new version of an OFFLINE workflow and makes it current."""
     head = (await _head(conn, spec.project, spec.name))._mapping
     if head["release_state"] != ReleaseState.OFFLINE.value:
@@ -199,16 +193,12 @@ async def update_workflow(
     return await get_workflow_by_code(conn, head["id"])
 
 
-async def get_workflow(
-    conn: AsyncConnection, project: str, name: str, version: int = 0
-) -> WorkflowRecord:
+async def get_workflow(conn: Conn, project: str, name: str, version: int = 0) -> WorkflowRecord:
     head = (await _head(conn, project, name))._mapping
     return await get_workflow_by_code(conn, head["id"], version)
 
 
-async def get_workflow_by_code(
-    conn: AsyncConnection, code: int, version: int = 0
-) -> WorkflowRecord:
+async def get_workflow_by_code(conn: Conn, code: int, version: int = 0) -> WorkflowRecord:
     """Loads one version (0 = current) of a workflow with its tasks and edges."""
     head_row = (
         await conn.execute(
@@ -264,9 +254,7 @@ async def get_workflow_by_code(
     )
 
 
-async def list_workflows(
-    conn: AsyncConnection, project: str, size: int, token: str
-) -> Page[WorkflowRecord]:
+async def list_workflows(conn: Conn, project: str, size: int, token: str) -> Page[WorkflowRecord]:
     proj = await get_project(conn, project)
     limit = paging.page_size(size)
     after = paging.decode(token)
@@ -280,7 +268,7 @@ async def list_workflows(
 
 
 async def list_versions(
-    conn: AsyncConnection, project: str, name: str, size: int, token: str
+    conn: Conn, project: str, name: str, size: int, token: str
 ) -> Page[WorkflowVersionRecord]:
     code = (await _head(conn, project, name))._mapping["id"]
     limit = paging.page_size(size)
@@ -311,7 +299,7 @@ async def list_versions(
     return Page(items=items, next_token=nxt)
 
 
-async def delete_workflow(conn: AsyncConnection, project: str, name: str) -> None:
+async def delete_workflow(conn: Conn, project: str, name: str) -> None:
     head = (await _head(conn, project, name))._mapping
     if head["release_state"] != ReleaseState.OFFLINE.value:
         raise FailedPrecondition(
@@ -333,7 +321,7 @@ async def delete_workflow(conn: AsyncConnection, project: str, name: str) -> Non
 
 
 async def set_release_state(
-    conn: AsyncConnection, project: str, name: str, state: ReleaseState, now: datetime
+    conn: Conn, project: str, name: str, state: ReleaseState, now: datetime
 ) -> WorkflowRecord:
     head = (await _head(conn, project, name))._mapping
     if head["release_state"] != state.value:

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import func, insert, select
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dsched.server.core.records import EventRecord
+from dsched.server.store.database import Conn
 from dsched.server.store.models import InstanceEvent, table
 from dsched.states import TaskState, WorkflowState
 
@@ -27,7 +27,7 @@ class NewEvent:
     message: str = ""
 
 
-async def append(conn: AsyncConnection, events: Sequence[NewEvent], now: datetime) -> None:
+async def append(conn: Conn, events: Sequence[NewEvent], now: datetime) -> None:
     """Appends events in the caller's transaction (so they commit with the change they describe)."""
     if not events:
         return
@@ -49,9 +49,7 @@ async def append(conn: AsyncConnection, events: Sequence[NewEvent], now: datetim
     )
 
 
-async def after(
-    conn: AsyncConnection, instance_id: int, sequence: int, limit: int = 500
-) -> list[EventRecord]:
+async def after(conn: Conn, instance_id: int, sequence: int, limit: int = 500) -> list[EventRecord]:
     rows = await conn.execute(
         select(EV)
         .where(EV.c.workflow_instance_id == instance_id, EV.c.sequence > sequence)
@@ -74,7 +72,7 @@ async def after(
     ]
 
 
-async def last_sequence(conn: AsyncConnection, instance_id: int) -> int:
+async def last_sequence(conn: Conn, instance_id: int) -> int:
     value = await conn.scalar(
         select(func.max(EV.c.sequence)).where(EV.c.workflow_instance_id == instance_id)
     )

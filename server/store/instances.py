@@ -12,7 +12,6 @@ from typing import Any
 
 from sqlalchemy import Row, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dsched.errors import Aborted, NotFound, OwnershipLost
 from dsched.options import CommandType, Priority
@@ -31,6 +30,7 @@ from dsched.server.store.codec import (
     scope_from_json,
     scope_to_json,
 )
+from dsched.server.store.database import Conn
 from dsched.server.store.models import Command, Project, Workflow, WorkflowInstance, table
 from dsched.states import WorkflowState
 
@@ -70,7 +70,7 @@ def _record(row: Row[Any]) -> InstanceRecord:
 
 
 async def create_instance(
-    conn: AsyncConnection,
+    conn: Conn,
     workflow: WorkflowRecord,
     project_id: int,
     options: RunOptions,
@@ -100,7 +100,7 @@ async def create_instance(
 
 
 async def add_command(
-    conn: AsyncConnection,
+    conn: Conn,
     instance_id: int,
     kind: CommandType,
     priority_rank: int,
@@ -132,7 +132,7 @@ async def add_command(
     return int(result.inserted_primary_key[0])  # type: ignore[index]
 
 
-async def get_instance(conn: AsyncConnection, instance_id: int) -> InstanceRecord:
+async def get_instance(conn: Conn, instance_id: int) -> InstanceRecord:
     row = (await conn.execute(_SELECT.where(WI.c.id == instance_id))).first()
     if row is None:
         raise NotFound(
@@ -142,7 +142,7 @@ async def get_instance(conn: AsyncConnection, instance_id: int) -> InstanceRecor
 
 
 async def list_instances(
-    conn: AsyncConnection,
+    conn: Conn,
     *,
     project: str,
     workflow: str,
@@ -170,7 +170,7 @@ async def list_instances(
     return Page(items=items, next_token=paging.encode(items[-1].id) if len(rows) > limit else "")
 
 
-async def pending_commands(conn: AsyncConnection, limit: int) -> list[CommandRecord]:
+async def pending_commands(conn: Conn, limit: int) -> list[CommandRecord]:
     """The oldest commands of the highest priority first."""
     rows = await conn.execute(select(C).order_by(C.c.priority_rank, C.c.id).limit(limit))
     return [
@@ -196,7 +196,7 @@ def _priority(rank: int) -> Priority:
 
 
 async def claim(
-    conn: AsyncConnection,
+    conn: Conn,
     command: CommandRecord,
     *,
     host: str,
@@ -217,7 +217,7 @@ async def claim(
     return True
 
 
-async def fence(conn: AsyncConnection, instance_id: int, epoch: int) -> None:
+async def fence(conn: Conn, instance_id: int, epoch: int) -> None:
     """Asserts that ``epoch`` still owns the instance and locks its row for this transaction.
 
     A no-op update rather than a SELECT: it takes the row lock on every database, so a concurrent
@@ -234,7 +234,7 @@ async def fence(conn: AsyncConnection, instance_id: int, epoch: int) -> None:
 
 
 async def set_state(
-    conn: AsyncConnection,
+    conn: Conn,
     instance_id: int,
     *,
     epoch: int | None,
@@ -262,7 +262,7 @@ async def set_state(
 
 
 async def update_fields(
-    conn: AsyncConnection, instance_id: int, epoch: int, values: Mapping[str, Any]
+    conn: Conn, instance_id: int, epoch: int, values: Mapping[str, Any]
 ) -> None:
     """Owner write of plain fields (var pool, reason); raises OwnershipLost on a stale epoch."""
     result = await conn.execute(
@@ -273,7 +273,7 @@ async def update_fields(
 
 
 async def owned_by_dead_epochs(
-    conn: AsyncConnection, live_epochs: Iterable[int], states: Iterable[WorkflowState]
+    conn: Conn, live_epochs: Iterable[int], states: Iterable[WorkflowState]
 ) -> list[tuple[int, int, WorkflowState]]:
     """(instance id, epoch, state) of instances in ``states`` whose owner epoch is not live."""
     rows = await conn.execute(
@@ -285,7 +285,7 @@ async def owned_by_dead_epochs(
 
 
 async def mark_failover(
-    conn: AsyncConnection, instance_id: int, dead_epoch: int, state: WorkflowState, now: datetime
+    conn: Conn, instance_id: int, dead_epoch: int, state: WorkflowState, now: datetime
 ) -> bool:
     """Moves an instance of a dead epoch to FAILOVER and queues its recovery command, in the
     caller's transaction. False if the instance moved on meanwhile (nothing is written then)."""
@@ -300,11 +300,11 @@ async def mark_failover(
     return True
 
 
-async def delete_commands(conn: AsyncConnection, instance_id: int) -> None:
+async def delete_commands(conn: Conn, instance_id: int) -> None:
     """Drops the pending command of an instance (it was stopped before a master claimed it)."""
     await conn.execute(delete(C).where(C.c.workflow_instance_id == instance_id))
 
 
-async def current_state(conn: AsyncConnection, instance_id: int) -> WorkflowState | None:
+async def current_state(conn: Conn, instance_id: int) -> WorkflowState | None:
     value = await conn.scalar(select(WI.c.state).where(WI.c.id == instance_id))
     return WorkflowState(value) if value is not None else None

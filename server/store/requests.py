@@ -5,15 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import insert, select
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dsched.errors import FailedPrecondition
+from dsched.server.store.database import Conn
 from dsched.server.store.models import RequestLog, table
 
 R = table(RequestLog)
 
 
-async def recall(conn: AsyncConnection, request_id: str, method: str) -> bytes | None:
+async def recall(conn: Conn, request_id: str, method: str) -> bytes | None:
     """The stored answer for ``request_id``, or None. A reused id for another method is an error."""
     row = (
         await conn.execute(select(R.c.method, R.c.response).where(R.c.request_id == request_id))
@@ -30,7 +30,7 @@ async def recall(conn: AsyncConnection, request_id: str, method: str) -> bytes |
 
 
 async def remember(
-    conn: AsyncConnection, request_id: str, method: str, response: bytes, now: datetime
+    conn: Conn, request_id: str, method: str, response: bytes, now: datetime
 ) -> None:
     """Stores the answer in the caller's transaction; a concurrent duplicate fails its commit."""
     await conn.execute(

@@ -5,14 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import insert
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dsched.server.store.database import Conn
 from dsched.server.store.models import Server, table
 
 S = table(Server)
 
 
-async def new_epoch(conn: AsyncConnection, role: str, address: str, now: datetime) -> int:
+async def new_epoch(conn: Conn, role: str, address: str, now: datetime) -> int:
     """Allocates the next epoch (strictly greater than every earlier one, across restarts)."""
     result = await conn.execute(insert(S).values(role=role, address=address, start_time=now))
     return int(result.inserted_primary_key[0])  # type: ignore[index]

@@ -13,12 +13,12 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Row, and_, func, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dsched.errors import NotFound
 from dsched.options import Priority
 from dsched.server.core.records import Page, TaskInstanceRecord
 from dsched.server.store import paging
+from dsched.server.store.database import Conn
 from dsched.server.store.models import TaskInstance, table
 from dsched.states import TaskState
 
@@ -61,7 +61,7 @@ def record(row: Row[Any]) -> TaskInstanceRecord:
 
 
 async def create_attempts(
-    conn: AsyncConnection, instance_id: int, attempts: Sequence[NewAttempt], now: datetime
+    conn: Conn, instance_id: int, attempts: Sequence[NewAttempt], now: datetime
 ) -> list[int]:
     """Inserts the attempts (superseding earlier ones of the same tasks); returns their ids in
     order."""
@@ -103,7 +103,7 @@ async def create_attempts(
 
 
 async def transition(
-    conn: AsyncConnection,
+    conn: Conn,
     task_instance_id: int,
     *,
     expected: Iterable[TaskState],
@@ -125,14 +125,14 @@ async def transition(
     return result.rowcount == 1
 
 
-async def supersede(conn: AsyncConnection, task_instance_ids: Iterable[int]) -> None:
+async def supersede(conn: Conn, task_instance_ids: Iterable[int]) -> None:
     """Marks attempts invalid (a rerun, recovery or resume replaces them)."""
     ids = list(task_instance_ids)
     if ids:
         await conn.execute(update(TI).where(TI.c.id.in_(ids)).values(valid=False))
 
 
-async def get(conn: AsyncConnection, task_instance_id: int) -> TaskInstanceRecord:
+async def get(conn: Conn, task_instance_id: int) -> TaskInstanceRecord:
     row = (await conn.execute(select(TI).where(TI.c.id == task_instance_id))).first()
     if row is None:
         raise NotFound(
@@ -142,7 +142,7 @@ async def get(conn: AsyncConnection, task_instance_id: int) -> TaskInstanceRecor
     return record(row)
 
 
-async def valid_attempts(conn: AsyncConnection, instance_id: int) -> list[TaskInstanceRecord]:
+async def valid_attempts(conn: Conn, instance_id: int) -> list[TaskInstanceRecord]:
     rows = await conn.execute(
         select(TI)
         .where(TI.c.workflow_instance_id == instance_id, TI.c.valid.is_(True))
@@ -151,18 +151,18 @@ async def valid_attempts(conn: AsyncConnection, instance_id: int) -> list[TaskIn
     return [record(r) for r in rows]
 
 
-async def last_attempts(conn: AsyncConnection, instance_id: int) -> dict[str, int]:
+async def last_attempts(conn: Conn, instance_id: int) -> dict[str, int]:
     """Highest attempt number per task, superseded attempts included."""
     rows = await conn.execute(
-        select(TI.c.task_name, func.max(TI.c.attempt))
+        select(TI.c.task_name, func.max(TI.c.attempt).label("top"))
         .where(TI.c.workflow_instance_id == instance_id)
         .group_by(TI.c.task_name)
     )
-    return {r[0]: int(r[1]) for r in rows}
+    return {r.task_name: int(r.top) for r in rows}
 
 
 async def list_for_instance(
-    conn: AsyncConnection, instance_id: int, *, include_superseded: bool, size: int, token: str
+    conn: Conn, instance_id: int, *, include_superseded: bool, size: int, token: str
 ) -> Page[TaskInstanceRecord]:
     limit = paging.page_size(size)
     after = paging.decode(token)
@@ -176,7 +176,7 @@ async def list_for_instance(
     return Page(items=items, next_token=paging.encode(items[-1].id) if len(rows) > limit else "")
 
 
-async def count_unfinished_failures(conn: AsyncConnection, instance_id: int) -> int:
+async def count_unfinished_failures(conn: Conn, instance_id: int) -> int:
     """Valid attempts that are FAILED or KILLED (for force-success)."""
     return int(
         await conn.scalar(
