@@ -35,8 +35,13 @@ MAX_WORKER_GROUP_LENGTH = 64
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 PARAM_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-# C0 controls except tab, newline and carriage return, plus DEL.
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# C0 controls except tab, newline and carriage return, DEL, and the C1 controls (U+009B is CSI, a
+# terminal escape on its own).
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# Lone surrogates (os.environ and os.fsdecode make them from undecodable bytes) have no UTF-8 form,
+# so they could never travel in a proto string.
+_SURROGATE_RE = re.compile(r"[\ud800-\udfff]")
+_NOT_TEXT = "is not valid Unicode text (lone surrogate)"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,6 +105,8 @@ def text_violation(path: str, value: str, limit: int) -> FieldViolation | None:
         return FieldViolation(path, f"longer than {limit} characters")
     if _CONTROL_RE.search(value):
         return FieldViolation(path, "contains control characters")
+    if _SURROGATE_RE.search(value):
+        return FieldViolation(path, _NOT_TEXT)
     return None
 
 
@@ -116,7 +123,9 @@ def params_violations(path: str, params: Mapping[str, str]) -> list[FieldViolati
             )
         elif key.upper().startswith("DSCHED_"):
             out.append(FieldViolation(f"{path}[{key!r}]", "the DSCHED_ prefix is reserved"))
-        if len(value.encode()) > MAX_PARAM_VALUE_BYTES:
+        if _SURROGATE_RE.search(value):
+            out.append(FieldViolation(f"{path}[{key!r}]", f"value {_NOT_TEXT}"))
+        elif len(value.encode()) > MAX_PARAM_VALUE_BYTES:
             out.append(FieldViolation(f"{path}[{key!r}]", "value is larger than 64 KiB"))
         elif "\x00" in value:
             out.append(FieldViolation(f"{path}[{key!r}]", "value contains a NUL character"))
@@ -149,6 +158,8 @@ def _task_violations(path: str, task: TaskSpec) -> list[FieldViolation]:
         script = task.kind.script
         if not script.strip():
             found.append(FieldViolation(f"{path}.shell.script", "must not be empty"))
+        elif _SURROGATE_RE.search(script):
+            found.append(FieldViolation(f"{path}.shell.script", _NOT_TEXT))
         elif len(script.encode()) > MAX_SCRIPT_BYTES:
             found.append(FieldViolation(f"{path}.shell.script", "is larger than 256 KiB"))
         elif "\x00" in script:
