@@ -34,16 +34,22 @@ class Backoff:
     def delays(self, rng: random.Random | None = None) -> Iterator[float]:
         """Yields the successive delays in seconds; stops at the deadline or attempt limit."""
         pick = rng or random.Random()
-        base = self.initial
+        base = min(self.initial, self.maximum)
         total = 0.0
         count = 0
         while self.attempts is None or count < self.attempts:
             delay = base * (1 + self.jitter * (2 * pick.random() - 1))
+            last = False
             if self.deadline is not None:
                 if total >= self.deadline:
                     return
-                delay = min(delay, self.deadline - total)
+                if delay >= self.deadline - total:
+                    # Clipped to land on the deadline, and the last one: ``total`` may come out a
+                    # hair under the deadline in floating point, which must not buy another delay.
+                    delay, last = self.deadline - total, True
             total += delay
             count += 1
             yield delay
+            if last:
+                return
             base = min(base * self.multiplier, self.maximum)
