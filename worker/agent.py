@@ -3,8 +3,8 @@
 At start the agent takes a fresh epoch (``registry.next_epoch()``) and registers the ephemeral node
 ``<WORKERS_PATH>/<group>@<address>`` whose data is a serialized ``dsched.v1.Heartbeat``. It
 refreshes the heartbeat every ``heartbeat_interval`` seconds, and at once when :meth:`Agent.poke`
-says the slots went from full to not full or back (the heartbeat says BUSY while every slot is
-taken).
+says the slots went from full to not full or back. The heartbeat says BUSY while every slot is
+taken or a host usage is over its threshold (:func:`dsched.server.heartbeat.status_for`).
 
 Connection states (see :mod:`dsched.server.coord.registry`):
 
@@ -14,8 +14,9 @@ Connection states (see :mod:`dsched.server.coord.registry`):
   registry to reconnect, then takes a *new* epoch and registers again (``on_epoch``). Dispatches are
   refused until then.
 
-Host load figures come from one seam, ``sampler`` (cpu, memory, load average, disk); without one
-they are reported as zeros.
+Host load figures come from one seam, ``sampler`` (normally
+:func:`dsched.server.heartbeat.sample_host`); the node data is made by
+:func:`dsched.server.heartbeat.encode_heartbeat`.
 """
 
 from __future__ import annotations
@@ -25,31 +26,17 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Protocol
 
 from dsched.server.constants import WORKERS_PATH
 from dsched.server.coord.registry import ConnectionState, Registry
 from dsched.server.core.backoff import Backoff
-from dsched.worker.convert import heartbeat_bytes
+from dsched.server.heartbeat import HeartbeatInfo, HostSample, Thresholds, encode_heartbeat
 from dsched.worker.execution import Clock
 
 log = logging.getLogger(__name__)
 
-
-class HostSample(Protocol):
-    """Load figures of the host, each 0..1 (load average: per CPU)."""
-
-    @property
-    def cpu_usage(self) -> float: ...
-    @property
-    def memory_usage(self) -> float: ...
-    @property
-    def load_average(self) -> float: ...
-    @property
-    def disk_usage(self) -> float: ...
-
-
 Sampler = Callable[[], Awaitable[HostSample]]
+IDLE_SAMPLE = HostSample(cpu_usage=0.0, memory_usage=0.0, load_average=0.0, disk_usage=0.0)
 
 
 def worker_node(group: str, address: str) -> str:
@@ -74,7 +61,8 @@ class Agent:
         pid: int,
         on_lost: Callable[[], None],
         on_epoch: Callable[[int], None],
-        sampler: Sampler | None = None,
+        sampler: Sampler,
+        thresholds: Thresholds,
         backoff: Backoff | None = None,
     ) -> None:
         self._registry = registry
@@ -87,6 +75,8 @@ class Agent:
         self._on_lost = on_lost
         self._on_epoch = on_epoch
         self._sampler = sampler
+        self._thresholds = thresholds
+        self._last_sample = IDLE_SAMPLE
         self._backoff = backoff or Backoff(initial=0.1, maximum=5.0)
         self.epoch = 0
         self._start_time: datetime | None = None
@@ -194,26 +184,19 @@ class Agent:
                 log.warning("heartbeat update failed: %s", exc)
 
     async def _heartbeat(self) -> bytes:
-        cpu = memory = load = disk = 0.0
-        if self._sampler is not None:
-            try:
-                sample = await self._sampler()
-                cpu, memory = sample.cpu_usage, sample.memory_usage
-                load, disk = sample.load_average, sample.disk_usage
-            except Exception as exc:  # a failing sampler must not stop the heartbeat
-                log.warning("host sampling failed: %s", exc)
-        in_use = self._slots_in_use()
+        try:
+            self._last_sample = await self._sampler()
+        except Exception as exc:  # a failing sampler must not stop the heartbeat: reuse the last
+            log.warning("host sampling failed: %s", exc)
         assert self._start_time is not None
-        return heartbeat_bytes(
+        info = HeartbeatInfo.from_sample(
+            self._last_sample,
+            thresholds=self._thresholds,
             slots_total=self._slots_total,
-            slots_in_use=in_use,
+            slots_in_use=self._slots_in_use(),
             start_time=self._start_time,
             report_time=self._clock(),
-            busy=in_use >= self._slots_total,
             epoch=self.epoch,
             pid=self._pid,
-            cpu_usage=cpu,
-            memory_usage=memory,
-            load_average=load,
-            disk_usage=disk,
         )
+        return encode_heartbeat(info)

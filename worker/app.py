@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
+from dsched.server.config import Settings
 from dsched.server.constants import (
     DEFAULT_WORKER_GROUP,
     DEFAULT_WORKER_PORT,
@@ -35,6 +36,7 @@ from dsched.server.constants import (
 )
 from dsched.server.coord.registry import Registry
 from dsched.server.core.backoff import Backoff
+from dsched.server.heartbeat import Thresholds, sample_host
 from dsched.server.rpc.serving import Service, Serving
 from dsched.v1 import log_service_pb2, log_service_pb2_grpc, worker_service_pb2
 from dsched.v1 import worker_service_pb2_grpc as worker_grpc
@@ -81,12 +83,28 @@ class WorkerOptions:
     outbox_fsync: bool = False
     report_backoff: Backoff = field(default_factory=lambda: Backoff(initial=0.05, maximum=5.0))
     remember_finished: int = 100_000
+    thresholds: Thresholds = field(default_factory=Thresholds)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> WorkerOptions:
+        """The worker part of the shared settings. A dedicated worker listens on ``port``; the
+        worker inside a standalone process on ``worker_port``."""
+        return cls(
+            data_dir=settings.data_dir,
+            host=settings.host,
+            port=settings.port if settings.role == "worker" else settings.worker_port,
+            group=settings.worker_group,
+            slots=settings.worker_slots,
+            heartbeat_interval=settings.heartbeat_interval,
+            outbox_fsync=settings.outbox_fsync,
+            thresholds=settings.thresholds,
+        )
 
 
 class Worker:
     """One worker incarnation; see the module docstring. ``environ`` is the environment tasks
-    inherit (default: this process's); ``clock`` and ``sampler`` are seams for tests and host
-    metrics."""
+    inherit (default: this process's). ``sampler`` reads the host's load for the heartbeat
+    (default: :func:`~dsched.server.heartbeat.sample_host` on the data directory)."""
 
     def __init__(
         self,
@@ -99,7 +117,7 @@ class Worker:
     ) -> None:
         self.options = options
         self._registry = registry
-        self._sampler = sampler
+        self._sampler = sampler or (lambda: sample_host(options.data_dir))
         self._clock = clock
         self._environ = dict(os.environ if environ is None else environ)
         data_dir = options.data_dir
@@ -151,6 +169,7 @@ class Worker:
             on_lost=self.runner.fence,
             on_epoch=self._new_epoch,
             sampler=self._sampler,
+            thresholds=self.options.thresholds,
         )
         try:
             await self.agent.start()

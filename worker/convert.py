@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
 from google.protobuf import duration_pb2, timestamp_pb2
+from google.protobuf.message import DecodeError
 
 from dsched.errors import FieldViolation, InvalidArgument
 from dsched.options import TimeoutStrategy
@@ -315,8 +316,12 @@ def event_to_bytes(event: TaskEvent) -> bytes:
 
 
 def event_from_bytes(data: bytes) -> TaskEvent:
-    """Raises ValueError (protobuf's DecodeError is one) for bytes that are not a TaskEvent."""
-    return event_from_proto(task_event_service_pb2.TaskEvent.FromString(data))
+    """Raises ValueError for bytes that are not a TaskEvent this worker could have written."""
+    try:
+        msg = task_event_service_pb2.TaskEvent.FromString(data)
+    except DecodeError as exc:  # not a ValueError in every protobuf implementation
+        raise ValueError(f"not a TaskEvent: {exc}") from exc
+    return event_from_proto(msg)
 
 
 def report_request(
@@ -362,37 +367,6 @@ def acks_to_proto(acks: Iterable[Ack]) -> task_event_service_pb2.ReportTaskEvent
             for a in acks
         ]
     )
-
-
-def heartbeat_bytes(
-    *,
-    slots_total: int,
-    slots_in_use: int,
-    start_time: datetime,
-    report_time: datetime,
-    busy: bool,
-    epoch: int,
-    pid: int,
-    cpu_usage: float = 0.0,
-    memory_usage: float = 0.0,
-    load_average: float = 0.0,
-    disk_usage: float = 0.0,
-) -> bytes:
-    """The data of the worker's registry node: a serialized ``dsched.v1.Heartbeat``."""
-    msg = resources_pb2.Heartbeat(
-        cpu_usage=cpu_usage,
-        memory_usage=memory_usage,
-        load_average=load_average,
-        disk_usage=disk_usage,
-        slots_total=slots_total,
-        slots_in_use=slots_in_use,
-        status=enums_pb2.SERVER_STATUS_BUSY if busy else enums_pb2.SERVER_STATUS_NORMAL,
-        epoch=epoch,
-        pid=pid,
-    )
-    msg.start_time.CopyFrom(_timestamp(start_time))
-    msg.report_time.CopyFrom(_timestamp(report_time))
-    return msg.SerializeToString(deterministic=True)
 
 
 def _timestamp(value: datetime) -> timestamp_pb2.Timestamp:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,6 +23,7 @@ from grpc import aio
 from dsched.options import TimeoutStrategy
 from dsched.server.coord.registry import ChildrenListener, ConnectionState, StateListener
 from dsched.server.core.backoff import Backoff
+from dsched.server.heartbeat import HostSample
 from dsched.spec import ShellSpec
 from dsched.v1 import (
     log_service_pb2_grpc,
@@ -31,11 +32,16 @@ from dsched.v1 import (
     worker_service_pb2,
     worker_service_pb2_grpc,
 )
+from dsched.worker.agent import Sampler
 from dsched.worker.app import Worker, WorkerOptions
 from dsched.worker.convert import acks_to_proto, event_from_proto, execution_to_proto
 from dsched.worker.execution import Ack, AckDecision, TaskEvent, TaskEventType, TaskExecution
 
 WAIT_S = 20.0
+
+
+async def idle_host() -> HostSample:
+    return HostSample(cpu_usage=0.0, memory_usage=0.0, load_average=0.0, disk_usage=0.0)
 
 
 class FakeRegistry:
@@ -229,8 +235,11 @@ class Harness:
         )
         return replace(base, **overrides)
 
-    async def worker(self, **overrides: Any) -> Worker:
-        worker = Worker(self.options(**overrides), registry=self.registry)
+    async def worker(self, sampler: Sampler | None = None, **overrides: Any) -> Worker:
+        # An idle host unless a test says otherwise: the real host's load must not make it BUSY.
+        worker = Worker(
+            self.options(**overrides), registry=self.registry, sampler=sampler or idle_host
+        )
         await worker.start()
         self.workers.append(worker)
         return worker
@@ -345,6 +354,25 @@ def _live_members(pgid: int) -> list[int]:
     return alive
 
 
+async def _wait_group_gone(pgid: int) -> None:
+    # Right after the worker reports the end, members may still be exiting; once dead they are
+    # zombies until pid 1 (not the worker: they were reparented) reaps them. Neither gives an event
+    # to wait on, so check a bounded number of times.
+    for _ in range(400):
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        await asyncio.sleep(0.025)
+    raise AssertionError(f"process group {pgid} still exists; alive: {_live_members(pgid)}")
+
+
 @pytest.fixture
 def live_members() -> Callable[[int], list[int]]:
     return _live_members
+
+
+@pytest.fixture
+def group_gone() -> Callable[[int], Awaitable[None]]:
+    """Waits (bounded) until no process of the group exists any more."""
+    return _wait_group_gone

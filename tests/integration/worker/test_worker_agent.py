@@ -6,6 +6,7 @@ import os
 
 from dsched.server.constants import WORKERS_PATH
 from dsched.server.coord.registry import ConnectionState
+from dsched.server.heartbeat import HostSample, Thresholds
 from dsched.v1 import enums_pb2, resources_pb2
 from dsched.worker.execution import TaskEventType
 
@@ -15,7 +16,10 @@ def heartbeat(harness, worker) -> resources_pb2.Heartbeat:
 
 
 async def test_registers_an_ephemeral_node_with_its_heartbeat(harness):
-    worker = await harness.worker(slots=3, group="etl")
+    async def sampler() -> HostSample:
+        return HostSample(cpu_usage=0.25, memory_usage=0.5, load_average=1.5, disk_usage=0.75)
+
+    worker = await harness.worker(sampler=sampler, slots=3, group="etl")
 
     path = f"{WORKERS_PATH}/etl@{worker.address}"
     assert worker.agent.path == path
@@ -24,6 +28,12 @@ async def test_registers_an_ephemeral_node_with_its_heartbeat(harness):
     assert beat.epoch == worker.epoch > 0
     assert beat.pid == os.getpid()
     assert beat.status == enums_pb2.SERVER_STATUS_NORMAL
+    assert (beat.cpu_usage, beat.memory_usage, beat.load_average, beat.disk_usage) == (
+        0.25,
+        0.5,
+        1.5,
+        0.75,
+    )
     assert beat.start_time.seconds > 0 and beat.report_time.seconds >= beat.start_time.seconds
 
     await worker.stop(grace=1)
@@ -44,6 +54,23 @@ async def test_heartbeat_turns_busy_at_once_when_slots_fill(harness, gate):
     await harness.registry.wait_for(lambda n: status(n) == (enums_pb2.SERVER_STATUS_NORMAL, 0))
 
 
+async def test_overloaded_host_is_busy_and_a_failing_sampler_keeps_the_heartbeat(harness):
+    calls = {"n": 0}
+
+    async def sampler() -> HostSample:
+        calls["n"] += 1
+        if calls["n"] > 1:
+            raise OSError("psutil failed")
+        return HostSample(cpu_usage=0.95, memory_usage=0.1, load_average=0.1, disk_usage=0.1)
+
+    worker = await harness.worker(
+        sampler=sampler, heartbeat_interval=0.05, thresholds=Thresholds(cpu=0.9)
+    )
+    assert heartbeat(harness, worker).status == enums_pb2.SERVER_STATUS_BUSY
+    await harness.registry.wait_for(lambda _: calls["n"] >= 3)  # later beats keep coming
+    assert heartbeat(harness, worker).cpu_usage == 0.95  # the last good sample is reused
+
+
 async def test_suspended_registry_rejects_new_dispatches_until_connected(harness):
     worker = await harness.worker()
     registry = harness.registry
@@ -60,7 +87,7 @@ async def test_suspended_registry_rejects_new_dispatches_until_connected(harness
     assert (await harness.master.wait_terminal(execution.task_instance_id)).type.terminal
 
 
-async def test_lost_session_fences_and_reregisters_with_a_new_epoch(harness, gate, live_members):
+async def test_lost_session_fences_and_reregisters_with_a_new_epoch(harness, gate, group_gone):
     worker = await harness.worker(slots=1)
     registry = harness.registry
     g = gate("gate")
@@ -93,7 +120,7 @@ async def test_lost_session_fences_and_reregisters_with_a_new_epoch(harness, gat
     assert harness.master.types_of(running.task_instance_id) == [TaskEventType.RUNNING]
     assert harness.master.types_of(queued.task_instance_id) == []
     assert not marker.exists()
-    assert live_members(pgid) == []
+    await group_gone(pgid)
     new_events = [
         r for r in harness.master.received if r.event.task_instance_id == after.task_instance_id
     ]

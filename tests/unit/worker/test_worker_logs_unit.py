@@ -1,0 +1,89 @@
+"""Log paths, the index, and the live log's follow notifications."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from dsched.worker.logs import LogStore, TaskLog, log_path
+
+
+def test_log_path_is_numeric_and_dated_by_utc_submit_time(make_execution) -> None:
+    local = timezone(timedelta(hours=-5))
+    execution = make_execution(
+        task_name="../../etc/passwd", submit_time=datetime(2024, 3, 1, 20, 30, tzinfo=local)
+    )
+
+    path = log_path(Path("/data/logs"), execution)
+
+    assert path == Path("/data/logs/20240302/9001/4/5/11.log")
+
+
+def test_create_writes_the_header_and_links_the_index(tmp_path, make_execution) -> None:
+    store = LogStore(tmp_path)
+    execution = make_execution()
+
+    task_log = store.create(execution, ["task load", "accepted"])
+
+    link = tmp_path / "logs" / "index" / "11.log"
+    assert link.is_symlink() and not os.readlink(link).startswith("/")
+    assert store.resolve(11) == task_log.path
+    assert task_log.path.read_text() == "[dsched] task load\n[dsched] accepted\n"
+    assert store.live(11) is task_log
+    store.release(11)
+    assert store.live(11) is None
+    assert store.resolve(11) == task_log.path.resolve()  # still found through the index
+    assert store.resolve(12) is None
+
+
+def test_resolve_refuses_links_leaving_the_log_root(tmp_path) -> None:
+    store = LogStore(tmp_path)
+    store.index.mkdir(parents=True)
+    (tmp_path / "outside.txt").write_text("secret")
+    (store.index / "1.log").symlink_to(tmp_path / "outside.txt")
+    (store.index / "2.log").symlink_to("../../outside.txt")
+    (store.index / "3.log").symlink_to("4.log")  # a link into the index itself
+
+    assert [store.resolve(i) for i in (1, 2, 3)] == [None, None, None]
+    assert store.open_for_read(1) is None
+
+
+async def test_followers_wake_on_append_and_finish(tmp_path) -> None:
+    task_log = TaskLog(tmp_path / "t.log")
+    task_log.open()
+
+    waiter = asyncio.create_task(task_log.wait_beyond(0, timeout=10))
+    await asyncio.sleep(0)  # let it start waiting
+    task_log.append(b"hello")
+    assert await asyncio.wait_for(waiter, 5) is True
+
+    assert await task_log.wait_beyond(5, timeout=0.01) is False  # nothing new: times out
+    finisher = asyncio.create_task(task_log.wait_beyond(5, timeout=10))
+    await asyncio.sleep(0)
+    task_log.finish()
+    assert await asyncio.wait_for(finisher, 5) is True
+    assert task_log.finished and task_log.size == 5
+
+
+def test_notes_start_on_a_new_line_and_nothing_is_written_after_finish(tmp_path) -> None:
+    path = tmp_path / "t.log"
+    task_log = TaskLog(path)
+    task_log.note("queued")  # before open: written with a one-off descriptor
+    task_log.open()
+    task_log.append(b"partial")
+    task_log.note("done")
+    task_log.finish()
+    task_log.append(b"late")
+
+    assert path.read_bytes() == b"[dsched] queued\npartial\n[dsched] done\n"
+    assert task_log.size == len(path.read_bytes())
+
+
+def test_write_failures_are_counted_not_raised(tmp_path) -> None:
+    task_log = TaskLog(tmp_path / "missing-dir" / "t.log")
+    task_log.open()  # fails: logged
+    task_log.append(b"lost")
+    assert task_log.dropped_bytes == 4
+    assert task_log.size == 0
