@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -23,6 +24,7 @@ from dsched.v1 import master_service_pb2 as pb
 
 Ctx = aio.ServicerContext[Any, Any]
 WATCH_BATCH = 500
+WATCH_DEBOUNCE_S = 0.02
 
 
 def heartbeat(info: HeartbeatInfo) -> resources_pb2.Heartbeat:
@@ -119,7 +121,11 @@ class QueriesApi:
                 # The terminal state and its events commit together, so nothing more is coming.
                 return
             fired = await self.ctx.notifier.wait(signal, PROGRESS_FRAME_INTERVAL_S)
-            if not fired:
+            if fired:
+                # Debounce: a busy instance commits hundreds of times a second; reading once per
+                # window sends the same events in fewer, larger frames and keeps watchers cheap.
+                await asyncio.sleep(WATCH_DEBOUNCE_S)
+            else:
                 yield pb.WatchWorkflowInstanceResponse(
                     cursor=cursor, state=WORKFLOW_STATE.number(state)
                 )
