@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import enum
 import logging
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass, field
 from typing import Protocol
 
+from dsched.errors import FailedPrecondition
+from dsched.worker.attempt import NO_PROCESS_EXIT_CODE, Attempt, Outcome, Phase, StopCause
 from dsched.worker.execution import (
     AttemptKey,
     Clock,
@@ -34,13 +34,10 @@ from dsched.worker.execution import (
     TaskEventType,
     TaskExecution,
 )
-from dsched.worker.logs import LogStore, TaskLog
-from dsched.worker.process import exit_code
-from dsched.worker.tasks import RunningTask, SpawnError, TaskTypes
+from dsched.worker.logs import LogStore
+from dsched.worker.tasks import SpawnError, TaskTypes
 
 log = logging.getLogger(__name__)
-
-NO_PROCESS_EXIT_CODE = -1  # exit code of attempts that never had a process
 
 
 class EventSink(Protocol):
@@ -61,43 +58,6 @@ class EventSink(Protocol):
     def retarget(self, key: AttemptKey, owner_address: str) -> bool: ...
 
     def release(self, key: AttemptKey) -> None: ...
-
-
-class _Phase(enum.Enum):
-    QUEUED = "queued"
-    STARTING = "starting"
-    RUNNING = "running"
-    ENDING = "ending"  # the process is gone; the result is being recorded
-
-
-class _Stop(enum.Enum):
-    KILL = "kill"
-    TIMEOUT = "timeout"
-    FENCE = "fence"
-    SHUTDOWN = "shutdown"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Outcome:
-    type: TaskEventType
-    exit_code: int = 0
-    out_params: Mapping[str, str] = field(default_factory=dict)
-    message: str = ""
-
-
-class _Attempt:
-    """The runner's mutable bookkeeping for one attempt (never leaves this module)."""
-
-    def __init__(self, execution: TaskExecution, task_log: TaskLog) -> None:
-        self.execution = execution
-        self.log = task_log
-        self.phase = _Phase.QUEUED
-        self.run: RunningTask | None = None
-        self.stop: _Stop | None = None  # why it is being stopped; the first reason wins
-        self.kill_reason = ""
-        self.silent = False  # fenced or shut down: report nothing more
-        self.task: asyncio.Task[None] | None = None
-        self.kill_task: asyncio.Task[None] | None = None
 
 
 class Runner:
@@ -126,9 +86,9 @@ class Runner:
         self._kill_grace = kill_grace
         self._identity = identity
         self._remember = remember_finished
-        self._attempts: dict[AttemptKey, _Attempt] = {}
+        self._attempts: dict[AttemptKey, Attempt] = {}
         self._finished: collections.OrderedDict[AttemptKey, str] = collections.OrderedDict()
-        self._queue: collections.deque[_Attempt] = collections.deque()
+        self._queue: collections.deque[Attempt] = collections.deque()
         self._running = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopping = False
@@ -156,6 +116,13 @@ class Runner:
             return Dispatch(outcome=DispatchOutcome.ALREADY_ACCEPTED, log_path=str(known.log.path))
         if key in self._finished:
             return Dispatch(outcome=DispatchOutcome.ALREADY_ACCEPTED, log_path=self._finished[key])
+        if self._logs.live(execution.task_instance_id) is not None:
+            # A task instance *is* one attempt; two attempt numbers for it would share one log.
+            raise FailedPrecondition(
+                f"task instance {execution.task_instance_id} is here with another attempt number",
+                reason="ATTEMPT_CONFLICT",
+                metadata={"task_instance_id": str(execution.task_instance_id)},
+            )
         if self._stopping or unavailable is not None:
             reason = unavailable or "worker is stopping"
             return Dispatch(outcome=DispatchOutcome.REJECTED_UNAVAILABLE, reason=reason)
@@ -176,7 +143,7 @@ class Runner:
             return Dispatch(
                 outcome=DispatchOutcome.REJECTED_UNAVAILABLE, reason=f"cannot create log: {exc}"
             )
-        attempt = _Attempt(execution, task_log)
+        attempt = Attempt(execution, task_log)
         self._attempts[key] = attempt
         if self.full:
             task_log.note(f"waiting for a free slot ({self.slots} in use)")
@@ -188,23 +155,23 @@ class Runner:
     def kill(self, key: AttemptKey, reason: str) -> bool:
         """Starts killing an unfinished attempt; False if it is unknown or already ending."""
         attempt = self._attempts.get(key)
-        if attempt is None or attempt.phase is _Phase.ENDING:
+        if attempt is None or attempt.phase is Phase.ENDING:
             return False
         if attempt.stop is not None:
             return True  # already being stopped
-        attempt.stop = _Stop.KILL
+        attempt.stop = StopCause.KILL
         attempt.kill_reason = reason or "killed on request"
         attempt.log.note(f"kill requested: {attempt.kill_reason}")
-        if attempt.phase is _Phase.QUEUED:
+        if attempt.phase is Phase.QUEUED:
             self._queue.remove(attempt)
-            attempt.phase = _Phase.ENDING
-            outcome = _Outcome(
+            attempt.phase = Phase.ENDING
+            outcome = Outcome(
                 type=TaskEventType.KILLED,
                 exit_code=NO_PROCESS_EXIT_CODE,
                 message=f"killed before it started: {attempt.kill_reason}",
             )
             self._spawn(self._end(attempt, outcome))
-        elif attempt.phase is _Phase.RUNNING:
+        elif attempt.phase is Phase.RUNNING:
             self._begin_kill(attempt, self._kill_grace)
         return True  # STARTING: the kill happens as soon as the process exists
 
@@ -236,23 +203,23 @@ class Runner:
 
     def _silence_all(self, *, grace: float, reason: str) -> None:
         for attempt in list(self._attempts.values()):
-            if attempt.phase is _Phase.QUEUED:
+            if attempt.phase is Phase.QUEUED:
                 self._drop_queued(attempt, reason)
-            elif attempt.phase is not _Phase.ENDING:
+            elif attempt.phase is not Phase.ENDING:
                 attempt.silent = True
-                attempt.stop = attempt.stop or _Stop.FENCE
+                attempt.stop = attempt.stop or StopCause.FENCE
                 attempt.log.note(reason)
-                if attempt.phase is _Phase.RUNNING:
+                if attempt.phase is Phase.RUNNING:
                     self._begin_kill(attempt, grace, force=True)
 
-    def _drop_queued(self, attempt: _Attempt, reason: str) -> None:
+    def _drop_queued(self, attempt: Attempt, reason: str) -> None:
         self._queue.remove(attempt)
         attempt.log.note(f"dropped before it started: {reason}")
         self._close(attempt, remember=False)
 
-    def _start(self, attempt: _Attempt) -> None:
+    def _start(self, attempt: Attempt) -> None:
         self._running += 1
-        attempt.phase = _Phase.STARTING
+        attempt.phase = Phase.STARTING
         attempt.task = self._spawn(self._run(attempt))
         if self.full:
             self.on_load_change()
@@ -263,17 +230,17 @@ class Runner:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def _run(self, attempt: _Attempt) -> None:
+    async def _run(self, attempt: Attempt) -> None:
         try:
             outcome = await self._execute(attempt)
         except Exception as exc:  # a task type's bug must still end the attempt and free the slot
             log.exception("attempt %s failed inside the worker", attempt.execution.key)
-            outcome = _Outcome(
+            outcome = Outcome(
                 type=TaskEventType.FAILED,
                 exit_code=NO_PROCESS_EXIT_CODE,
                 message=f"worker error: {exc}",
             )
-        attempt.phase = _Phase.ENDING
+        attempt.phase = Phase.ENDING
         try:
             await self._end(attempt, outcome)
         finally:
@@ -283,27 +250,27 @@ class Runner:
             if was_full and not self.full:
                 self.on_load_change()
 
-    async def _execute(self, attempt: _Attempt) -> _Outcome:
+    async def _execute(self, attempt: Attempt) -> Outcome:
         execution = attempt.execution
         attempt.log.open()
         path = str(attempt.log.path)
         if execution.dry_run:
             attempt.log.note("dry run: the task was not started")
             await self._report(attempt, TaskEventType.RUNNING, log_path=path)
-            if attempt.stop is _Stop.KILL:
-                return _Outcome(type=TaskEventType.KILLED, message=attempt.kill_reason)
-            return _Outcome(type=TaskEventType.SUCCEEDED, message="dry run")
+            if attempt.stop is StopCause.KILL:
+                return Outcome(type=TaskEventType.KILLED, message=attempt.kill_reason)
+            return Outcome(type=TaskEventType.SUCCEEDED, message="dry run")
         try:
             run = await self._types.for_kind(execution.kind).start(execution, attempt.log)
         except SpawnError as exc:
             attempt.log.note(f"could not start: {exc}")
-            return _Outcome(
+            return Outcome(
                 type=TaskEventType.FAILED,
                 exit_code=NO_PROCESS_EXIT_CODE,
                 message=f"could not start: {exc}",
             )
         attempt.run = run
-        attempt.phase = _Phase.RUNNING
+        attempt.phase = Phase.RUNNING
         attempt.log.note(f"started at {self._clock().isoformat()}, pid {run.pid}")
         if attempt.stop is not None:  # killed or fenced while starting
             self._begin_kill(attempt, 0.0 if attempt.silent else self._kill_grace)
@@ -314,21 +281,9 @@ class Runner:
         finally:
             if timer is not None:
                 timer.cancel()
-        code = exit_code(result.returncode)
-        if attempt.stop is _Stop.TIMEOUT:
-            seconds = f"{execution.timeout.total_seconds():g}"
-            return _Outcome(
-                type=TaskEventType.FAILED, exit_code=code, message=f"timed out after {seconds}s"
-            )
-        if attempt.stop is _Stop.KILL:
-            return _Outcome(type=TaskEventType.KILLED, exit_code=code, message=attempt.kill_reason)
-        if result.returncode == 0:
-            return _Outcome(type=TaskEventType.SUCCEEDED, out_params=result.out_params)
-        return _Outcome(
-            type=TaskEventType.FAILED, exit_code=code, message=f"exited with code {code}"
-        )
+        return attempt.outcome(result)
 
-    async def _end(self, attempt: _Attempt, outcome: _Outcome) -> None:
+    async def _end(self, attempt: Attempt, outcome: Outcome) -> None:
         if attempt.silent:
             attempt.log.note("ended; result not reported")
         else:
@@ -347,7 +302,7 @@ class Runner:
             )
         self._close(attempt, remember=not attempt.silent)
 
-    def _close(self, attempt: _Attempt, *, remember: bool) -> None:
+    def _close(self, attempt: Attempt, *, remember: bool) -> None:
         key = attempt.execution.key
         attempt.log.finish()
         self._logs.release(attempt.execution.task_instance_id)
@@ -360,7 +315,7 @@ class Runner:
 
     async def _report(
         self,
-        attempt: _Attempt,
+        attempt: Attempt,
         type: TaskEventType,
         *,
         exit_code: int = 0,
@@ -384,20 +339,19 @@ class Runner:
         while self._queue and not self.full and not self._stopping:
             self._start(self._queue.popleft())
 
-    def _arm_timeout(self, attempt: _Attempt) -> asyncio.TimerHandle | None:
+    def _arm_timeout(self, attempt: Attempt) -> asyncio.TimerHandle | None:
         if not attempt.execution.kills_at_timeout:
             return None
         loop = asyncio.get_running_loop()
         return loop.call_later(attempt.execution.timeout.total_seconds(), self._timed_out, attempt)
 
-    def _timed_out(self, attempt: _Attempt) -> None:
-        if attempt.stop is None and attempt.phase is _Phase.RUNNING:
-            attempt.stop = _Stop.TIMEOUT
-            seconds = f"{attempt.execution.timeout.total_seconds():g}"
-            attempt.log.note(f"timed out after {seconds}s: killing the process group")
+    def _timed_out(self, attempt: Attempt) -> None:
+        if attempt.stop is None and attempt.phase is Phase.RUNNING:
+            attempt.stop = StopCause.TIMEOUT
+            attempt.log.note(f"{attempt.timeout_text}: killing the process group")
             self._begin_kill(attempt, self._kill_grace)
 
-    def _begin_kill(self, attempt: _Attempt, grace: float, *, force: bool = False) -> None:
+    def _begin_kill(self, attempt: Attempt, grace: float, *, force: bool = False) -> None:
         if attempt.run is None or (attempt.kill_task is not None and not force):
             return
         attempt.kill_task = self._spawn(attempt.run.kill(grace))

@@ -166,3 +166,28 @@ async def test_not_owner_redirects_to_the_named_master(harness, gate):
     assert [r.event.type for r in old.received] == [RUNNING]  # later ones go direct
     assert await worker.reporter.wait_drained(5)
     assert not any((harness.data_dir / "outbox").iterdir())
+
+
+async def test_take_over_of_a_queued_attempt_sends_all_its_events_to_the_new_owner(harness, gate):
+    worker = await harness.worker(slots=1)
+    new = await harness.extra_master()
+    g = gate("gate")
+    blocker = harness.execution(f'read _ < "{g.path}"')
+    queued = harness.execution("echo queued")
+    await harness.dispatch(worker, blocker)
+    await harness.dispatch(worker, queued)
+
+    response = await harness.stub(worker).TakeOverTask(
+        worker_service_pb2.TakeOverTaskRequest(
+            task_instance_id=queued.task_instance_id,
+            attempt=1,
+            owner_address=new.address,
+            owner_epoch=11,
+        )
+    )
+    g.open()
+    await new.wait_terminal(queued.task_instance_id)
+
+    assert response.found
+    assert new.types_of(queued.task_instance_id) == [RUNNING, SUCCEEDED]
+    assert harness.master.types_of(queued.task_instance_id) == []

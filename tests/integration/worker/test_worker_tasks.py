@@ -3,8 +3,13 @@ master."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
+
+import grpc
+import pytest
+from grpc import aio
 
 from dsched.options import TimeoutStrategy
 from dsched.v1 import enums_pb2
@@ -182,3 +187,41 @@ async def test_full_queue_rejects_without_side_effects(harness, gate):
     g.open()
     assert (await harness.master.wait_terminal(queued.task_instance_id)).type is SUCCEEDED
     assert harness.master.terminal(rejected.task_instance_id) is None
+
+
+async def test_another_attempt_number_for_a_live_task_instance_is_refused(harness, gate):
+    worker = await harness.worker()
+    g = gate("gate")
+    execution = harness.execution(f'read _ < "{g.path}"')
+    await harness.dispatch(worker, execution)
+
+    with pytest.raises(aio.AioRpcError) as err:
+        await harness.dispatch(worker, replace(execution, attempt=2))
+    g.open()
+    await harness.master.wait_terminal(execution.task_instance_id)
+
+    assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert [r.event.attempt for r in harness.master.received] == [1, 1]
+
+
+async def test_stop_kills_running_tasks_reports_nothing_and_drops_queued(harness, gate, group_gone):
+    worker = await harness.worker(slots=1)
+    g = gate("gate")
+    marker = harness.tmp_path / "queued-ran"
+    running = harness.execution(f'read _ < "{g.path}"')
+    queued = harness.execution(f'touch "{marker}"')
+    await harness.dispatch(worker, running)
+    await harness.dispatch(worker, queued)
+    await harness.master.wait_for(lambda m: len(m.applied) == 1)
+    pgid = harness.master.received[0].event.pid
+
+    await worker.stop(grace=0.2)
+    accepted = await harness.dispatch(await harness.worker(), harness.execution("true"))
+
+    assert harness.master.types_of(running.task_instance_id) == [RUNNING]
+    assert harness.master.types_of(queued.task_instance_id) == []
+    assert not marker.exists()
+    assert accepted.outcome == enums_pb2.DISPATCH_OUTCOME_ACCEPTED  # a new incarnation
+    await group_gone(pgid)
+    log_text = Path(worker.logs.resolve(running.task_instance_id)).read_text()
+    assert "result not reported" in log_text
