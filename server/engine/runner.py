@@ -471,6 +471,7 @@ class InstanceRunner:
             for c in creates
         ]
         ids = await ti_repo.create_attempts(b.conn, self.id, rows, b.now)
+        follow_ups: list[ex.Action] = []
         for ti_id, create, row in zip(ids, creates, rows, strict=True):
             for old in [t for t in self.tracks.values() if t.task == create.task]:
                 del self.tracks[old.ti_id]  # superseded in the same transaction
@@ -478,14 +479,18 @@ class InstanceRunner:
                 ti_id, create.task, create.attempt, create.retry_times, row.state, "", 0, b.now
             )
             self.tracks[ti_id] = track
-            self.execution.attempt_created(create.task, ti_id, row.state)
             b.events.append(
                 self._event(track, row.state, "STATE", f"attempt {create.attempt} created")
             )
-            if create.delay:
+            # A pause/stop/END later in this batch cancels the new attempt instead of dispatching.
+            cancel = self.execution.attempt_created(create.task, ti_id, row.state)
+            if cancel:
+                follow_ups.extend(cancel)
+            elif create.delay:
                 b.effects.timer(create.delay.total_seconds(), DelayDue(ti_id))
             else:
                 b.effects.dispatch(self._job(track))
+        await self._apply(b, follow_ups)
 
     # ------------------------------------------------------------------------- helpers
 
