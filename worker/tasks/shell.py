@@ -3,9 +3,9 @@
 The script is written verbatim to
 ``<exec_root>/<workflow_instance_id>/<task_instance_id>/script.sh`` and run with that directory as
 its working directory. Parameters are never spliced into the script text: they reach it as
-environment variables (the worker's own environment, then every resolved parameter as it is, then
-the ``DSCHED_*`` variables below, which therefore cannot be overridden), and ``${name}`` expands
-with bash's own quoting rules.
+environment variables (the worker's own environment without its ``DSCHED_*`` settings, then every
+resolved parameter as it is, then the task's ``DSCHED_*`` variables below, which therefore cannot
+be overridden), and ``${name}`` expands with bash's own quoting rules.
 
 Output (stdout and stderr merged) goes to the attempt's log as it arrives and is scanned for
 ``setValue`` markers (:mod:`dsched.worker.tasks.out_params`). Process-group handling, including the
@@ -32,8 +32,9 @@ def work_dir(exec_root: Path, execution: TaskExecution) -> Path:
 
 
 def task_environment(base: Mapping[str, str], execution: TaskExecution) -> dict[str, str]:
-    """The environment of the attempt's process (see the module docstring for the order)."""
-    env = dict(base)
+    """The environment of the attempt's process (see the module docstring for the order). The
+    worker's own ``DSCHED_*`` settings (a database URL may hold a password) are not inherited."""
+    env = {k: v for k, v in base.items() if not k.upper().startswith("DSCHED_")}
     env.update(execution.params)
     env.update(
         {

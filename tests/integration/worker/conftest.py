@@ -235,10 +235,18 @@ class Harness:
         )
         return replace(base, **overrides)
 
-    async def worker(self, sampler: Sampler | None = None, **overrides: Any) -> Worker:
+    async def worker(
+        self,
+        sampler: Sampler | None = None,
+        environ: dict[str, str] | None = None,
+        **overrides: Any,
+    ) -> Worker:
         # An idle host unless a test says otherwise: the real host's load must not make it BUSY.
         worker = Worker(
-            self.options(**overrides), registry=self.registry, sampler=sampler or idle_host
+            self.options(**overrides),
+            registry=self.registry,
+            sampler=sampler or idle_host,
+            environ=environ,
         )
         await worker.start()
         self.workers.append(worker)
