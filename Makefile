@@ -49,7 +49,7 @@ standalone: setup
 	$(BIN)/dsched standalone
 
 bench: setup
-	$(PY) -m tests.bench.run
+	$(PY) tests/bench/standalone_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache

@@ -42,7 +42,7 @@ from dsched.server.heartbeat import (
     encode_heartbeat,
     sample_host,
 )
-from dsched.server.rpc.serving import Serving, Service
+from dsched.server.rpc.serving import Service, Serving
 from dsched.server.store import servers
 from dsched.server.store.database import Database
 from dsched.v1 import (

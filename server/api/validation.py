@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import TypeVar
 
-from dsched.convert import _EnumMap
+from dsched.convert import EnumMap
 from dsched.errors import FieldViolation, InvalidArgument
 from dsched.spec import _CONTROL_RE, MAX_TASKS, name_violation, params_violations
 
@@ -61,7 +61,7 @@ class Checks:
                 self.add(f"{field}[{i}]", f"{name!r} listed twice")
             seen.add(name)
 
-    def enum(self, table: _EnumMap, kind: type[E], field: str, number: int, default: E) -> E:
+    def enum(self, table: EnumMap, kind: type[E], field: str, number: int, default: E) -> E:
         """Decodes an optional enum field; an unknown number is a violation."""
         if number == 0:
             return default

@@ -235,9 +235,7 @@ def _graph_violations(tasks: tuple[TaskSpec, ...]) -> tuple[list[FieldViolation]
         return out, False
     where = index[cycle[1]]
     out.append(
-        FieldViolation(
-            f"workflow.tasks[{where}].upstream_tasks", "cycle: " + " -> ".join(cycle)
-        )
+        FieldViolation(f"workflow.tasks[{where}].upstream_tasks", "cycle: " + " -> ".join(cycle))
     )
     return out, True
 
