@@ -169,7 +169,13 @@ def _serve(entry_name: str, argv: list[str]) -> int:
         module = importlib.import_module("dsched.server.standalone")
     except ImportError as err:
         raise DschedError(f"the dsched server is not available here: {err}") from None
-    entry: Callable[[list[str]], int | None] = getattr(module, entry_name)
+    entry: Callable[[list[str]], int | None] | None = getattr(module, entry_name, None)
+    if entry is None:
+        # Cluster processes come with the ZooKeeper registry; say so instead of a traceback.
+        raise DschedError(
+            f"'dsched {entry_name.removesuffix('_main')}' (cluster mode) is not in this build; "
+            "use 'dsched standalone'"
+        )
     return entry(argv) or 0
 
 
