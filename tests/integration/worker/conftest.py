@@ -21,7 +21,12 @@ import pytest
 from grpc import aio
 
 from dsched.options import TimeoutStrategy
-from dsched.server.coord.registry import ChildrenListener, ConnectionState, StateListener
+from dsched.server.coord.registry import (
+    ChildrenListener,
+    ConnectionState,
+    Registry,
+    StateListener,
+)
 from dsched.server.core.backoff import Backoff
 from dsched.server.heartbeat import HostSample
 from dsched.spec import ShellSpec
@@ -239,12 +244,13 @@ class Harness:
         self,
         sampler: Sampler | None = None,
         environ: dict[str, str] | None = None,
+        registry: Registry | None = None,
         **overrides: Any,
     ) -> Worker:
         # An idle host unless a test says otherwise: the real host's load must not make it BUSY.
         worker = Worker(
             self.options(**overrides),
-            registry=self.registry,
+            registry=registry or self.registry,
             sampler=sampler or idle_host,
             environ=environ,
         )
