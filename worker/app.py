@@ -87,12 +87,14 @@ class WorkerOptions:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WorkerOptions:
-        """The worker part of the shared settings. A dedicated worker listens on ``port``; the
-        worker inside a standalone process on ``worker_port``."""
+        """The worker part of the shared settings. A dedicated worker uses ``data_dir`` and
+        ``port``; the worker inside a standalone process uses ``<data_dir>/worker`` and
+        ``worker_port``, next to its master."""
+        dedicated = settings.role == "worker"
         return cls(
-            data_dir=settings.data_dir,
+            data_dir=settings.data_dir if dedicated else settings.data_dir / "worker",
             host=settings.host,
-            port=settings.port if settings.role == "worker" else settings.worker_port,
+            port=settings.port if dedicated else settings.worker_port,
             group=settings.worker_group,
             slots=settings.worker_slots,
             heartbeat_interval=settings.heartbeat_interval,
