@@ -128,14 +128,27 @@ class Database:
 
     async def migrate(self) -> None:
         """Upgrades the schema to the newest revision, under a lock so masters don't race."""
+        if self.dialect in ("mysql", "mariadb"):
+            await self._migrate_under_session_lock()
+            return
         async with self.transaction() as conn:
             if self.dialect == "postgresql":
                 await conn.execute(text(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})"))
-            elif self.dialect in ("mysql", "mariadb"):
-                await conn.execute(text("SELECT GET_LOCK('dsched_migrate', 120)"))
             await conn.run_sync(_upgrade)
-            if self.dialect in ("mysql", "mariadb"):
-                await conn.execute(text("SELECT RELEASE_LOCK('dsched_migrate')"))
+
+    async def _migrate_under_session_lock(self) -> None:
+        # GET_LOCK belongs to the session, not to the transaction: it is released only after the
+        # commit, or a waiting master would read alembic_version before the new revision row is
+        # committed and run the same migration again ("table already exists").
+        if self._async is None:
+            raise RuntimeError("database not started")
+        async with self._async.connect() as aconn:
+            await aconn.execute(text("SELECT GET_LOCK('dsched_migrate', 120)"))
+            try:
+                await aconn.run_sync(_upgrade)
+                await aconn.commit()
+            finally:
+                await aconn.execute(text("SELECT RELEASE_LOCK('dsched_migrate')"))
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Conn]:

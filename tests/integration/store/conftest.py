@@ -1,0 +1,162 @@
+"""Fixtures and builders for the store's integration tests.
+
+``db`` is a started (migrated) :class:`Database` on a fresh database of each kind (the root
+``db_url`` fixture runs every test on SQLite, PostgreSQL and MariaDB). The builders write through
+the repositories, each in its own committed transaction, and return what the repositories return.
+Times come from :data:`NOW` (microseconds included, so precision losses show up).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+import pytest
+
+from dsched.errors import NotFound
+from dsched.options import Priority, TimeoutStrategy
+from dsched.server.core.records import ProjectRecord, RunOptions, WorkflowRecord
+from dsched.server.store import definitions, instances
+from dsched.server.store.database import Conn, Database
+from dsched.spec import ShellSpec, TaskSpec, WorkflowSpec, check_workflow
+from dsched.states import WorkflowState
+
+NOW = datetime(2026, 3, 14, 15, 9, 26, 535897, tzinfo=UTC)
+T = TypeVar("T")
+
+
+def at(seconds: float) -> datetime:
+    """``NOW`` shifted by ``seconds``."""
+    return NOW + timedelta(seconds=seconds)
+
+
+@pytest.fixture
+async def db(db_url: str) -> AsyncIterator[Database]:
+    database = Database(db_url)
+    await database.start()
+    try:
+        yield database
+    finally:
+        await database.stop()
+
+
+async def write(db: Database, fn: Callable[[Conn], Awaitable[T]]) -> T:
+    """Runs ``fn`` in its own committed transaction."""
+    async with db.transaction() as conn:
+        return await fn(conn)
+
+
+async def read(db: Database, fn: Callable[[Conn], Awaitable[T]]) -> T:
+    async with db.read() as conn:
+        return await fn(conn)
+
+
+def shell(name: str, *upstream: str, **settings: Any) -> TaskSpec:
+    return TaskSpec(name=name, kind=ShellSpec(script=f"echo {name}"), upstream=upstream, **settings)
+
+
+def diamond_tasks() -> tuple[TaskSpec, ...]:
+    """``extract -> (clean, enrich) -> load``, each task with its own non-default settings."""
+    return (
+        shell(
+            "extract",
+            description="pull the raw files",
+            priority=Priority.HIGH,
+            retries=3,
+            retry_interval=timedelta(seconds=30),
+            params={"SOURCE": "s3://bucket/raw"},
+        ),
+        shell("clean", "extract", timeout=timedelta(minutes=5), worker_group="cpu"),
+        shell(
+            "enrich",
+            "extract",
+            delay=timedelta(milliseconds=1500),
+            timeout=timedelta(hours=1),
+            timeout_strategy=TimeoutStrategy.WARN_FAIL,
+            priority=Priority.LOWEST,
+        ),
+        shell("load", "clean", "enrich", disabled=True),
+    )
+
+
+def workflow_spec(
+    project: str = "proj",
+    name: str = "wf",
+    *,
+    tasks: tuple[TaskSpec, ...] | None = None,
+    description: str = "nightly load",
+    params: dict[str, str] | None = None,
+) -> WorkflowSpec:
+    spec = WorkflowSpec(
+        project=project,
+        name=name,
+        tasks=diamond_tasks() if tasks is None else tasks,
+        description=description,
+        params={"DAY": "2026-03-14"} if params is None else params,
+    )
+    check_workflow(spec)  # the store is only ever given validated specs
+    return spec
+
+
+async def make_project(db: Database, name: str = "proj", now: datetime = NOW) -> ProjectRecord:
+    return await write(db, lambda c: definitions.create_project(c, name, f"{name} project", now))
+
+
+async def make_workflow(
+    db: Database, spec: WorkflowSpec | None = None, now: datetime = NOW
+) -> WorkflowRecord:
+    """Creates the workflow (and its project, if missing)."""
+    spec = spec or workflow_spec()
+    try:
+        await read(db, lambda c: definitions.get_project(c, spec.project))
+    except NotFound:
+        await make_project(db, spec.project, now)
+    return await write(db, lambda c: definitions.create_workflow(c, spec, now))
+
+
+async def project_id(db: Database, name: str) -> int:
+    return (await read(db, lambda c: definitions.get_project(c, name))).id
+
+
+async def make_instance(
+    db: Database,
+    workflow: WorkflowRecord,
+    *,
+    options: RunOptions | None = None,
+    now: datetime = NOW,
+) -> int:
+    """A SUBMITTED instance with its START command."""
+    pid = await project_id(db, workflow.project)
+    return await write(
+        db,
+        lambda c: instances.create_instance(c, workflow, pid, options or RunOptions(), now),
+    )
+
+
+async def claim_instance(
+    db: Database,
+    instance_id: int,
+    *,
+    host: str = "master-1:5678",
+    epoch: int = 7,
+    state: WorkflowState = WorkflowState.RUNNING,
+) -> None:
+    """Claims the pending command of ``instance_id`` as (host, epoch)."""
+
+    async def run(conn: Conn) -> None:
+        commands = await instances.pending_commands(conn, 1000)
+        (command,) = [c for c in commands if c.workflow_instance_id == instance_id]
+        assert await instances.claim(
+            conn, command, host=host, epoch=epoch, state=state, values={"start_time": NOW}
+        )
+
+    await write(db, run)
+
+
+async def overlap(db: Database, barrier: asyncio.Barrier | None) -> None:
+    """Where transactions of two connections can be open at once (PostgreSQL, MariaDB), waits
+    until both are; on SQLite the write lock serialises them, so there is nothing to wait for."""
+    if barrier is not None and not db.is_sqlite:
+        await barrier.wait()
