@@ -40,18 +40,6 @@ def master_options(settings: Settings) -> MasterOptions:
     )
 
 
-def worker_options(settings: Settings, *, port: int) -> WorkerOptions:
-    return WorkerOptions(
-        data_dir=settings.data_dir / "worker",
-        host=settings.host,
-        port=port,
-        group=settings.worker_group,
-        slots=settings.worker_slots,
-        heartbeat_interval=settings.heartbeat_interval,
-        outbox_fsync=settings.outbox_fsync,
-    )
-
-
 class Standalone:
     """Master + worker + embedded registry in one process."""
 
@@ -62,9 +50,7 @@ class Standalone:
         self.master_registry = EmbeddedRegistry(self.ensemble)
         self.worker_registry = EmbeddedRegistry(self.ensemble)
         self.master = Master(master_options(settings), registry=self.master_registry)
-        self.worker = Worker(
-            worker_options(settings, port=settings.worker_port), registry=self.worker_registry
-        )
+        self.worker = Worker(WorkerOptions.from_settings(settings), registry=self.worker_registry)
 
     async def start(self) -> None:
         await self.master_registry.start()

@@ -51,6 +51,7 @@ MAX_LOG_READ = 1024 * 1024  # ReadTaskLog's default and largest length
 # definition may declare; this only bounds the work a hostile request can cause.
 MAX_RESOLVED_PARAMS = 4096
 MAX_KEY_LENGTH = 256
+MAX_DISPATCH_BATCH = 1000  # tasks per DispatchTasks call (bounds one request's work)
 # Addresses are dialled and written into outbox file headers: no whitespace or control characters.
 ADDRESS_RE = re.compile(r"[A-Za-z0-9._:\[\]%/-]{1,255}\Z")
 
@@ -90,17 +91,19 @@ def _params(path: str, params: Mapping[str, str], out: list[FieldViolation]) -> 
             out.append(FieldViolation(where, "value contains a NUL character"))
 
 
-def _timeout(msg: worker_service_pb2.TaskExecution, out: list[FieldViolation]) -> timedelta:
+def _timeout(
+    msg: worker_service_pb2.TaskExecution, path: str, out: list[FieldViolation]
+) -> timedelta:
     if msg.timeout.seconds < 0 or msg.timeout.nanos < 0:
-        out.append(FieldViolation("task.timeout", "must not be negative"))
+        out.append(FieldViolation(f"{path}.timeout", "must not be negative"))
         return timedelta(0)
     value = msg.timeout.ToTimedelta()
     if value > MAX_TIMEOUT:
-        out.append(FieldViolation("task.timeout", f"must be at most {MAX_TIMEOUT}"))
+        out.append(FieldViolation(f"{path}.timeout", f"must be at most {MAX_TIMEOUT}"))
     return value
 
 
-def _timeout_strategy(value: int, out: list[FieldViolation]) -> TimeoutStrategy:
+def _timeout_strategy(value: int, path: str, out: list[FieldViolation]) -> TimeoutStrategy:
     if value == enums_pb2.TIMEOUT_STRATEGY_UNSPECIFIED:
         return TimeoutStrategy.FAIL  # the proto's documented default
     try:
@@ -108,19 +111,21 @@ def _timeout_strategy(value: int, out: list[FieldViolation]) -> TimeoutStrategy:
             enums_pb2.TimeoutStrategy.Name(value).removeprefix("TIMEOUT_STRATEGY_")
         )
     except ValueError:
-        out.append(FieldViolation("task.timeout_strategy", f"unknown value {value}"))
+        out.append(FieldViolation(f"{path}.timeout_strategy", f"unknown value {value}"))
         return TimeoutStrategy.FAIL
 
 
-def _shell(msg: worker_service_pb2.TaskExecution, out: list[FieldViolation]) -> ShellSpec | None:
+def _shell(
+    msg: worker_service_pb2.TaskExecution, path: str, out: list[FieldViolation]
+) -> ShellSpec | None:
     if msg.WhichOneof("kind") != "shell":
-        out.append(FieldViolation("task.kind", "a task type (e.g. shell) is required"))
+        out.append(FieldViolation(f"{path}.kind", "a task type (e.g. shell) is required"))
         return None
     script = msg.shell.script
     if len(script.encode()) > MAX_SCRIPT_BYTES:
-        out.append(FieldViolation("task.shell.script", "is larger than 256 KiB"))
+        out.append(FieldViolation(f"{path}.shell.script", "is larger than 256 KiB"))
     elif "\x00" in script:
-        out.append(FieldViolation("task.shell.script", "contains a NUL character"))
+        out.append(FieldViolation(f"{path}.shell.script", "contains a NUL character"))
     return ShellSpec(script=script)
 
 
@@ -133,28 +138,59 @@ def execution_from_request(
         raise InvalidArgument(
             "dispatch request has no task", violations=[FieldViolation("task", "is required")]
         )
-    task = msg.task
     out: list[FieldViolation] = []
-    _positive("task.task_instance_id", task.task_instance_id, out)
-    _positive("task.attempt", task.attempt, out)
-    _positive("task.workflow_instance_id", task.workflow_instance_id, out)
-    _not_negative("task.workflow_code", task.workflow_code, out)
-    _not_negative("task.workflow_version", task.workflow_version, out)
-    _not_negative("task.owner_epoch", task.owner_epoch, out)
+    execution = execution_from_proto(msg.task, "task", out, now=now)
+    if out or execution is None:
+        raise InvalidArgument("invalid task execution", violations=out)
+    return execution
+
+
+def executions_from_request(
+    msg: worker_service_pb2.DispatchTasksRequest, *, now: datetime
+) -> list[TaskExecution]:
+    """Validates a batch dispatch: every task must be valid, or none is accepted."""
+    out: list[FieldViolation] = []
+    if not 1 <= len(msg.tasks) <= MAX_DISPATCH_BATCH:
+        out.append(FieldViolation("tasks", f"must hold 1 to {MAX_DISPATCH_BATCH} tasks"))
+        raise InvalidArgument("invalid batch dispatch", violations=out)
+    found = [execution_from_proto(t, f"tasks[{i}]", out, now=now) for i, t in enumerate(msg.tasks)]
+    executions = [e for e in found if e is not None]
+    if out or len(executions) != len(found):
+        raise InvalidArgument("invalid batch dispatch", violations=out)
+    return executions
+
+
+def execution_from_proto(
+    task: worker_service_pb2.TaskExecution,
+    path: str,
+    out: list[FieldViolation],
+    *,
+    now: datetime,
+) -> TaskExecution | None:
+    """Decodes one attempt, appending problems (field paths under ``path``) to ``out``."""
+    before = len(out)
+    _positive(f"{path}.task_instance_id", task.task_instance_id, out)
+    _positive(f"{path}.attempt", task.attempt, out)
+    _positive(f"{path}.workflow_instance_id", task.workflow_instance_id, out)
+    _not_negative(f"{path}.workflow_code", task.workflow_code, out)
+    _not_negative(f"{path}.workflow_version", task.workflow_version, out)
+    _not_negative(f"{path}.owner_epoch", task.owner_epoch, out)
     found = [
-        name_violation("task.task_name", task.task_name, "task name"),
-        address_violation("task.owner_address", task.owner_address),
+        name_violation(f"{path}.task_name", task.task_name, "task name"),
+        address_violation(f"{path}.owner_address", task.owner_address),
     ]
     out.extend(v for v in found if v is not None)
     key = task.idempotency_key or f"{task.workflow_instance_id}-{task.task_name}-{task.attempt}"
     if len(key) > MAX_KEY_LENGTH or not key.isprintable():
-        out.append(FieldViolation("task.idempotency_key", "must be printable, at most 256 chars"))
-    _params("task.params", task.params, out)
-    timeout = _timeout(task, out)
-    strategy = _timeout_strategy(task.timeout_strategy, out)
-    kind = _shell(task, out)
-    if out or kind is None:
-        raise InvalidArgument("invalid task execution", violations=out)
+        out.append(
+            FieldViolation(f"{path}.idempotency_key", "must be printable, at most 256 chars")
+        )
+    _params(f"{path}.params", task.params, out)
+    timeout = _timeout(task, path, out)
+    strategy = _timeout_strategy(task.timeout_strategy, path, out)
+    kind = _shell(task, path, out)
+    if len(out) > before or kind is None:
+        return None
     submit = task.submit_time.ToDatetime(tzinfo=UTC) if task.HasField("submit_time") else now
     return TaskExecution(
         task_instance_id=task.task_instance_id,
@@ -267,6 +303,18 @@ def dispatch_to_proto(
     return worker_service_pb2.DispatchTaskResponse(
         outcome=f"DISPATCH_OUTCOME_{dispatch.outcome.value}",
         worker_epoch=worker_epoch,
+        log_path=dispatch.log_path,
+        reason=dispatch.reason,
+    )
+
+
+def dispatch_result_to_proto(
+    execution: TaskExecution, dispatch: Dispatch
+) -> worker_service_pb2.DispatchResult:
+    return worker_service_pb2.DispatchResult(
+        task_instance_id=execution.task_instance_id,
+        attempt=execution.attempt,
+        outcome=f"DISPATCH_OUTCOME_{dispatch.outcome.value}",
         log_path=dispatch.log_path,
         reason=dispatch.reason,
     )

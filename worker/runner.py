@@ -88,6 +88,7 @@ class Runner:
         self._remember = remember_finished
         self._attempts: dict[AttemptKey, Attempt] = {}
         self._finished: collections.OrderedDict[AttemptKey, str] = collections.OrderedDict()
+        self._killed_unknown: collections.OrderedDict[AttemptKey, str] = collections.OrderedDict()
         self._queue: collections.deque[Attempt] = collections.deque()
         self._running = 0
         self._tasks: set[asyncio.Task[None]] = set()
@@ -116,6 +117,12 @@ class Runner:
             return Dispatch(outcome=DispatchOutcome.ALREADY_ACCEPTED, log_path=str(known.log.path))
         if key in self._finished:
             return Dispatch(outcome=DispatchOutcome.ALREADY_ACCEPTED, log_path=self._finished[key])
+        if key in self._killed_unknown:
+            # Killed before it arrived (a dispatch overtaken by a stop): never start it.
+            return Dispatch(
+                outcome=DispatchOutcome.REJECTED_UNAVAILABLE,
+                reason=f"killed before it arrived: {self._killed_unknown[key]}",
+            )
         if self._logs.live(execution.task_instance_id) is not None:
             # A task instance *is* one attempt; two attempt numbers for it would share one log.
             raise FailedPrecondition(
@@ -155,6 +162,12 @@ class Runner:
     def kill(self, key: AttemptKey, reason: str) -> bool:
         """Starts killing an unfinished attempt; False if it is unknown or already ending."""
         attempt = self._attempts.get(key)
+        if attempt is None and key not in self._finished:
+            # Remember it: the dispatch of this attempt may still be on its way (see submit).
+            self._killed_unknown[key] = reason or "killed on request"
+            while len(self._killed_unknown) > self._remember:
+                self._killed_unknown.popitem(last=False)
+            return False
         if attempt is None or attempt.phase is Phase.ENDING:
             return False
         if attempt.stop is not None:

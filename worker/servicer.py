@@ -13,14 +13,17 @@ from typing import Any
 
 from grpc import aio
 
+from dsched.errors import FailedPrecondition
 from dsched.v1 import worker_service_pb2, worker_service_pb2_grpc
 from dsched.worker.convert import (
+    dispatch_result_to_proto,
     dispatch_to_proto,
     execution_from_request,
+    executions_from_request,
     kill_from_request,
     take_over_from_request,
 )
-from dsched.worker.execution import Clock
+from dsched.worker.execution import Clock, Dispatch, DispatchOutcome, TaskExecution
 from dsched.worker.runner import Runner
 
 Context = aio.ServicerContext[Any, Any]
@@ -49,6 +52,21 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         execution = execution_from_request(request, now=self._clock())
         dispatch = self._runner.submit(execution, unavailable=self._unavailable())
         return dispatch_to_proto(dispatch, self._epoch())
+
+    async def DispatchTasks(
+        self, request: worker_service_pb2.DispatchTasksRequest, context: Context
+    ) -> worker_service_pb2.DispatchTasksResponse:
+        executions = executions_from_request(request, now=self._clock())
+        unavailable = self._unavailable()
+        results = [dispatch_result_to_proto(e, self._submit(e, unavailable)) for e in executions]
+        return worker_service_pb2.DispatchTasksResponse(worker_epoch=self._epoch(), results=results)
+
+    def _submit(self, execution: TaskExecution, unavailable: str | None) -> Dispatch:
+        # In a batch, one conflicting attempt is that task's rejection, not the whole call's.
+        try:
+            return self._runner.submit(execution, unavailable=unavailable)
+        except FailedPrecondition as err:
+            return Dispatch(outcome=DispatchOutcome.REJECTED_UNAVAILABLE, reason=err.message)
 
     async def KillTask(
         self, request: worker_service_pb2.KillTaskRequest, context: Context

@@ -1,11 +1,12 @@
 """Sends queued attempts to workers, highest priority first.
 
-One loop pops jobs in priority order, picks a worker of the job's group and hands the RPC to a
-bounded set of concurrent senders. A group with no usable worker parks its jobs until the worker
-directory changes: nothing spins. A send whose outcome is unknown (timeout, connection error) is
-retried against the *same* worker while it is alive, because dispatch is idempotent on (task
-instance, attempt) there; sending it to a second worker could run it twice. Only a rejection
-(nothing was accepted) or the worker's disappearance lets the job go elsewhere.
+One loop pops jobs in priority order, picks a worker of each job's group and hands the jobs, batched
+per worker (``DispatchTasks``), to a bounded set of concurrent senders. A group with no usable
+worker parks its jobs until the worker directory changes: nothing spins. A send whose outcome is
+unknown (timeout, connection error) is retried against the *same* worker while it is alive, because
+dispatch is idempotent on (task instance, attempt) there; sending it to a second worker could run
+it twice. Only a rejection (nothing was accepted) or the worker's disappearance lets the job go
+elsewhere.
 """
 
 from __future__ import annotations
@@ -28,13 +29,19 @@ from dsched.v1 import enums_pb2, worker_service_pb2
 log = logging.getLogger(__name__)
 
 DISPATCH_TIMEOUT_S = 10.0
+# Attempts per DispatchTasks call: wide fan-outs cost one RPC per batch, not one per task.
+MAX_BATCH = 256
+_ACCEPTED = (
+    enums_pb2.DISPATCH_OUTCOME_ACCEPTED,
+    enums_pb2.DISPATCH_OUTCOME_ALREADY_ACCEPTED,
+)
 _RETRY = Backoff(initial=0.05, maximum=2.0)
 
 
 class Dispatcher:
     """Owns the dispatch queue. ``submit`` may be called from any coroutine on the loop."""
 
-    def __init__(self, workers: WorkerDirectory, *, max_in_flight: int = 64) -> None:
+    def __init__(self, workers: WorkerDirectory, *, max_in_flight: int = 16) -> None:
         self._workers = workers
         self._heap: list[DispatchJob] = []
         self._parked: dict[str, list[DispatchJob]] = defaultdict(list)
@@ -71,6 +78,23 @@ class Dispatcher:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
+            for worker, jobs in self._take_batches().values():
+                await self._slots.acquire()
+                jobs = [j for j in jobs if not _cancelled(j)]  # a runner may cancel meanwhile
+                if not jobs:
+                    self._slots.release()
+                    continue
+                for job in jobs:
+                    job.sent, job.target = True, worker.address
+                task = asyncio.create_task(self._send(jobs, worker))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    def _take_batches(self) -> dict[str, tuple[WorkerRef, list[DispatchJob]]]:
+        """Pops up to MAX_BATCH jobs in priority order and groups them by the chosen worker."""
+        batches: dict[str, tuple[WorkerRef, list[DispatchJob]]] = {}
+        taken = 0
+        while self._heap and taken < MAX_BATCH:
             job = heapq.heappop(self._heap)
             if job.cancelled:
                 continue
@@ -78,14 +102,9 @@ class Dispatcher:
             if worker is None:
                 self._parked[job.worker_group].append(job)
                 continue
-            await self._slots.acquire()
-            if _cancelled(job):  # a runner may have cancelled it while we waited
-                self._slots.release()
-                continue
-            job.sent, job.target = True, worker.address
-            task = asyncio.create_task(self._send(job, worker))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            batches.setdefault(worker.address, (worker, []))[1].append(job)
+            taken += 1
+        return batches
 
     async def _unpark_on_change(self) -> None:
         while True:
@@ -95,47 +114,56 @@ class Dispatcher:
                 for job in jobs:
                     self.submit(job)
 
-    async def _send(self, job: DispatchJob, worker: WorkerRef) -> None:
+    async def _send(self, jobs: list[DispatchJob], worker: WorkerRef) -> None:
         try:
-            await self._send_until_known(job, worker)
+            await self._send_until_known(jobs, worker)
         finally:
             self._slots.release()
 
-    async def _send_until_known(self, job: DispatchJob, worker: WorkerRef) -> None:
-        request = worker_service_pb2.DispatchTaskRequest(task=task_execution(job.spec))
+    async def _send_until_known(self, jobs: list[DispatchJob], worker: WorkerRef) -> None:
+        request = worker_service_pb2.DispatchTasksRequest(
+            tasks=[task_execution(job.spec) for job in jobs]
+        )
         stub = self._workers.worker_stub(worker.address)
         for delay in _RETRY.delays():
-            job.attempts += 1
+            for job in jobs:
+                job.attempts += 1
             try:
-                reply = await stub.DispatchTask(request, timeout=DISPATCH_TIMEOUT_S)
+                reply = await stub.DispatchTasks(request, timeout=DISPATCH_TIMEOUT_S)
             except aio.AioRpcError as err:
                 if err.code() == grpc.StatusCode.INVALID_ARGUMENT:
-                    log.error("worker refused task instance %s: %s", job.spec.task_instance_id, err)
+                    # Never expected from our own requests; log it and drop the batch.
+                    log.error(
+                        "worker %s refused a dispatch batch: %s", worker.address, err.details()
+                    )
                     return
                 live = self._workers.get(worker.address)
                 if live is None or live.epoch != worker.epoch:
-                    # The worker is gone: it cannot report this attempt any more (its epoch is
-                    # fenced), so another worker may take it.
-                    self._requeue(job)
+                    # The worker is gone: it cannot report these attempts any more (its epoch
+                    # is fenced), so another worker may take them.
+                    for job in jobs:
+                        self._requeue(job)
                     return
                 await asyncio.sleep(delay)
                 continue
-            if reply.outcome in (
-                enums_pb2.DISPATCH_OUTCOME_ACCEPTED,
-                enums_pb2.DISPATCH_OUTCOME_ALREADY_ACCEPTED,
-            ):
-                job.on_dispatched(
-                    Dispatched(
-                        job.spec.task_instance_id,
-                        worker.address,
-                        reply.worker_epoch,
-                        reply.log_path,
+            rejected = []
+            for job, result in zip(jobs, reply.results, strict=True):
+                if result.outcome in _ACCEPTED:
+                    job.on_dispatched(
+                        Dispatched(
+                            job.spec.task_instance_id,
+                            worker.address,
+                            reply.worker_epoch,
+                            result.log_path,
+                        )
                     )
-                )
-                return
-            # Rejected: nothing was accepted, so it may go to any worker after a pause.
-            await asyncio.sleep(delay)
-            self._requeue(job)
+                else:
+                    rejected.append(job)
+            if rejected:
+                # Rejected means not accepted: after a pause they may go to any worker.
+                await asyncio.sleep(delay)
+                for job in rejected:
+                    self._requeue(job)
             return
 
     def _requeue(self, job: DispatchJob) -> None:

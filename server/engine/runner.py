@@ -407,7 +407,8 @@ class InstanceRunner:
                 await self._finish(b, action)
 
     def _kill(self, b: _Batch, track: Track) -> None:
-        if track.job is not None and not track.job.sent:
+        if track.job is not None:
+            # Never (re)send it; if it is on its way, the worker remembers the kill and refuses it.
             track.job.cancelled = True
         target = track.host or (track.job.target if track.job is not None else "")
         b.effects.kill(track.ti_id, track.attempt, target)

@@ -7,7 +7,7 @@ from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Mapping as _Mapping
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
@@ -70,6 +70,34 @@ class DispatchTaskResponse(_message.Message):
     log_path: str
     reason: str
     def __init__(self, outcome: _Optional[_Union[_enums_pb2.DispatchOutcome, str]] = ..., worker_epoch: _Optional[int] = ..., log_path: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class DispatchTasksRequest(_message.Message):
+    __slots__ = ("tasks",)
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    tasks: _containers.RepeatedCompositeFieldContainer[TaskExecution]
+    def __init__(self, tasks: _Optional[_Iterable[_Union[TaskExecution, _Mapping]]] = ...) -> None: ...
+
+class DispatchResult(_message.Message):
+    __slots__ = ("task_instance_id", "attempt", "outcome", "log_path", "reason")
+    TASK_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    LOG_PATH_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    task_instance_id: int
+    attempt: int
+    outcome: _enums_pb2.DispatchOutcome
+    log_path: str
+    reason: str
+    def __init__(self, task_instance_id: _Optional[int] = ..., attempt: _Optional[int] = ..., outcome: _Optional[_Union[_enums_pb2.DispatchOutcome, str]] = ..., log_path: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class DispatchTasksResponse(_message.Message):
+    __slots__ = ("worker_epoch", "results")
+    WORKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    worker_epoch: int
+    results: _containers.RepeatedCompositeFieldContainer[DispatchResult]
+    def __init__(self, worker_epoch: _Optional[int] = ..., results: _Optional[_Iterable[_Union[DispatchResult, _Mapping]]] = ...) -> None: ...
 
 class KillTaskRequest(_message.Message):
     __slots__ = ("task_instance_id", "attempt", "reason")

@@ -41,6 +41,11 @@ class WorkerServiceStub:
                 request_serializer=dsched_dot_v1_dot_worker__service__pb2.DispatchTaskRequest.SerializeToString,
                 response_deserializer=dsched_dot_v1_dot_worker__service__pb2.DispatchTaskResponse.FromString,
                 _registered_method=True)
+        self.DispatchTasks = channel.unary_unary(
+                '/dsched.v1.WorkerService/DispatchTasks',
+                request_serializer=dsched_dot_v1_dot_worker__service__pb2.DispatchTasksRequest.SerializeToString,
+                response_deserializer=dsched_dot_v1_dot_worker__service__pb2.DispatchTasksResponse.FromString,
+                _registered_method=True)
         self.KillTask = channel.unary_unary(
                 '/dsched.v1.WorkerService/KillTask',
                 request_serializer=dsched_dot_v1_dot_worker__service__pb2.KillTaskRequest.SerializeToString,
@@ -66,9 +71,20 @@ class WorkerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DispatchTasks(self, request, context):
+        """Accepts several attempts in one call (at most 1000), each exactly as DispatchTask would; the
+        response has one result per task, in request order. Masters use it for wide fan-outs, where
+        one RPC per task costs more than running `true`. A malformed task fails the whole call with
+        INVALID_ARGUMENT and nothing is accepted.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def KillTask(self, request, context):
         """Kills a task attempt's whole process group (SIGTERM, then SIGKILL after a grace period). Killing an
-        unknown or finished attempt is not an error: `found` tells which.
+        unknown or finished attempt is not an error: `found` tells which. An unknown attempt is
+        remembered as killed, so a dispatch of it that arrives later is rejected instead of run.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -88,6 +104,11 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     servicer.DispatchTask,
                     request_deserializer=dsched_dot_v1_dot_worker__service__pb2.DispatchTaskRequest.FromString,
                     response_serializer=dsched_dot_v1_dot_worker__service__pb2.DispatchTaskResponse.SerializeToString,
+            ),
+            'DispatchTasks': grpc.unary_unary_rpc_method_handler(
+                    servicer.DispatchTasks,
+                    request_deserializer=dsched_dot_v1_dot_worker__service__pb2.DispatchTasksRequest.FromString,
+                    response_serializer=dsched_dot_v1_dot_worker__service__pb2.DispatchTasksResponse.SerializeToString,
             ),
             'KillTask': grpc.unary_unary_rpc_method_handler(
                     servicer.KillTask,
@@ -129,6 +150,33 @@ class WorkerService:
             '/dsched.v1.WorkerService/DispatchTask',
             dsched_dot_v1_dot_worker__service__pb2.DispatchTaskRequest.SerializeToString,
             dsched_dot_v1_dot_worker__service__pb2.DispatchTaskResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DispatchTasks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsched.v1.WorkerService/DispatchTasks',
+            dsched_dot_v1_dot_worker__service__pb2.DispatchTasksRequest.SerializeToString,
+            dsched_dot_v1_dot_worker__service__pb2.DispatchTasksResponse.FromString,
             options,
             channel_credentials,
             insecure,

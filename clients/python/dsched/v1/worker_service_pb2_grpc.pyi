@@ -39,9 +39,16 @@ class WorkerServiceStub:
     """Accepts a task attempt. The worker starts it when a slot is free and reports its events to the
     owner master over TaskEventService. REJECTED_FULL / REJECTED_UNAVAILABLE leave nothing behind.
     """
+    DispatchTasks: _grpc.UnaryUnaryMultiCallable[_worker_service_pb2.DispatchTasksRequest, _worker_service_pb2.DispatchTasksResponse]
+    """Accepts several attempts in one call (at most 1000), each exactly as DispatchTask would; the
+    response has one result per task, in request order. Masters use it for wide fan-outs, where
+    one RPC per task costs more than running `true`. A malformed task fails the whole call with
+    INVALID_ARGUMENT and nothing is accepted.
+    """
     KillTask: _grpc.UnaryUnaryMultiCallable[_worker_service_pb2.KillTaskRequest, _worker_service_pb2.KillTaskResponse]
     """Kills a task attempt's whole process group (SIGTERM, then SIGKILL after a grace period). Killing an
-    unknown or finished attempt is not an error: `found` tells which.
+    unknown or finished attempt is not an error: `found` tells which. An unknown attempt is
+    remembered as killed, so a dispatch of it that arrives later is rejected instead of run.
     """
     TakeOverTask: _grpc.UnaryUnaryMultiCallable[_worker_service_pb2.TakeOverTaskRequest, _worker_service_pb2.TakeOverTaskResponse]
     """Tells the worker that another master owns the attempt now; pending and future events go there."""
@@ -57,9 +64,16 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
     """Accepts a task attempt. The worker starts it when a slot is free and reports its events to the
     owner master over TaskEventService. REJECTED_FULL / REJECTED_UNAVAILABLE leave nothing behind.
     """
+    DispatchTasks: _aio.UnaryUnaryMultiCallable[_worker_service_pb2.DispatchTasksRequest, _worker_service_pb2.DispatchTasksResponse]  # type: ignore[assignment]
+    """Accepts several attempts in one call (at most 1000), each exactly as DispatchTask would; the
+    response has one result per task, in request order. Masters use it for wide fan-outs, where
+    one RPC per task costs more than running `true`. A malformed task fails the whole call with
+    INVALID_ARGUMENT and nothing is accepted.
+    """
     KillTask: _aio.UnaryUnaryMultiCallable[_worker_service_pb2.KillTaskRequest, _worker_service_pb2.KillTaskResponse]  # type: ignore[assignment]
     """Kills a task attempt's whole process group (SIGTERM, then SIGKILL after a grace period). Killing an
-    unknown or finished attempt is not an error: `found` tells which.
+    unknown or finished attempt is not an error: `found` tells which. An unknown attempt is
+    remembered as killed, so a dispatch of it that arrives later is rejected instead of run.
     """
     TakeOverTask: _aio.UnaryUnaryMultiCallable[_worker_service_pb2.TakeOverTaskRequest, _worker_service_pb2.TakeOverTaskResponse]  # type: ignore[assignment]
     """Tells the worker that another master owns the attempt now; pending and future events go there."""
@@ -80,13 +94,26 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         """
 
     @_abc_1.abstractmethod
+    def DispatchTasks(
+        self,
+        request: _worker_service_pb2.DispatchTasksRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_worker_service_pb2.DispatchTasksResponse, _abc.Awaitable[_worker_service_pb2.DispatchTasksResponse]]:
+        """Accepts several attempts in one call (at most 1000), each exactly as DispatchTask would; the
+        response has one result per task, in request order. Masters use it for wide fan-outs, where
+        one RPC per task costs more than running `true`. A malformed task fails the whole call with
+        INVALID_ARGUMENT and nothing is accepted.
+        """
+
+    @_abc_1.abstractmethod
     def KillTask(
         self,
         request: _worker_service_pb2.KillTaskRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_worker_service_pb2.KillTaskResponse, _abc.Awaitable[_worker_service_pb2.KillTaskResponse]]:
         """Kills a task attempt's whole process group (SIGTERM, then SIGKILL after a grace period). Killing an
-        unknown or finished attempt is not an error: `found` tells which.
+        unknown or finished attempt is not an error: `found` tells which. An unknown attempt is
+        remembered as killed, so a dispatch of it that arrives later is rejected instead of run.
         """
 
     @_abc_1.abstractmethod
