@@ -28,10 +28,9 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
-from sqlalchemy.dialects import mysql
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from dsched.server.store.types import Id, UtcDateTime
+from dsched.server.store.types import HexLongBlob, Id, UtcDateTime
 
 NAME = 64
 STATE = 32
@@ -220,7 +219,7 @@ class RequestLog(Base):
     method: Mapped[str] = mapped_column(String(NAME))
     # LONGBLOB on MariaDB: a plain BLOB stops at 64 KiB and a big workflow's answer is larger.
     response: Mapped[bytes] = mapped_column(
-        LargeBinary().with_variant(mysql.LONGBLOB(), "mysql", "mariadb")
+        LargeBinary().with_variant(HexLongBlob(), "mysql", "mariadb")
     )
     create_time: Mapped[datetime]
 
