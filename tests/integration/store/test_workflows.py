@@ -1,0 +1,343 @@
+"""Versioned workflow definitions: create, update, get by version, versions, release, delete."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import func, select
+
+from dsched.errors import AlreadyExists, FailedPrecondition, NotFound
+from dsched.options import Priority, ReleaseState, TimeoutStrategy
+from dsched.server.core.records import WorkflowRecord
+from dsched.server.store import definitions, events, instances, task_instances
+from dsched.server.store.database import Conn, Database
+from dsched.server.store.events import NewEvent
+from dsched.server.store.models import (
+    Command,
+    InstanceEvent,
+    TaskDefinition,
+    TaskEdge,
+    TaskInstance,
+    WorkflowInstance,
+    WorkflowVersion,
+    table,
+)
+from dsched.server.store.task_instances import NewAttempt
+from dsched.spec import WorkflowSpec
+from dsched.states import TaskState, WorkflowState
+from tests.integration.store.conftest import (
+    NOW,
+    at,
+    make_instance,
+    make_project,
+    make_workflow,
+    read,
+    shell,
+    workflow_spec,
+    write,
+)
+
+
+def _second_version() -> WorkflowSpec:
+    """A different shape: one task dropped, one added, settings and edges changed."""
+    return workflow_spec(
+        description="nightly load, v2",
+        params={"DAY": "2026-03-15", "MODE": "full"},
+        tasks=(
+            shell("extract", priority=Priority.HIGHEST, retries=1),
+            shell("enrich", "extract", timeout=timedelta(minutes=2)),
+            shell("publish", "enrich", "extract", worker_group="io"),
+        ),
+    )
+
+
+def _third_version() -> WorkflowSpec:
+    return workflow_spec(description="v3", params={}, tasks=(shell("only"),))
+
+
+async def _update(db: Database, spec: WorkflowSpec, seconds: float) -> WorkflowRecord:
+    return await write(db, lambda c: definitions.update_workflow(c, spec, at(seconds)))
+
+
+async def _release(db: Database, state: ReleaseState) -> WorkflowRecord:
+    return await write(db, lambda c: definitions.set_release_state(c, "proj", "wf", state, NOW))
+
+
+async def _rows(db: Database, model: type) -> int:
+    return int(await read(db, lambda c: c.scalar(select(func.count()).select_from(table(model)))))
+
+
+async def test_create_workflow_stores_version_one_offline_with_the_exact_spec(
+    db: Database,
+) -> None:
+    spec = workflow_spec()
+    created = await make_workflow(db, spec)
+    assert created.id > 0
+    assert (created.project, created.version) == ("proj", 1)
+    assert created.release_state is ReleaseState.OFFLINE
+    assert created.create_time == created.update_time == NOW
+    assert created.spec == spec
+    assert await read(db, lambda c: definitions.get_workflow(c, "proj", "wf")) == created
+    assert await read(db, lambda c: definitions.get_workflow_by_code(c, created.id)) == created
+
+
+async def test_a_stored_spec_keeps_task_order_edges_durations_and_priorities(
+    db: Database,
+) -> None:
+    await make_workflow(db)
+    loaded = (await read(db, lambda c: definitions.get_workflow(c, "proj", "wf"))).spec
+    extract, clean, enrich, load = loaded.tasks
+    assert [t.name for t in loaded.tasks] == ["extract", "clean", "enrich", "load"]
+    assert (extract.upstream, clean.upstream, load.upstream) == (
+        (),
+        ("extract",),
+        ("clean", "enrich"),
+    )
+    assert (extract.priority, extract.retries) == (Priority.HIGH, 3)
+    assert extract.retry_interval == timedelta(seconds=30)
+    assert extract.params == {"SOURCE": "s3://bucket/raw"}
+    assert (clean.timeout, clean.worker_group) == (timedelta(minutes=5), "cpu")
+    assert enrich.delay == timedelta(milliseconds=1500)
+    assert enrich.timeout_strategy is TimeoutStrategy.WARN_FAIL
+    assert enrich.priority is Priority.LOWEST
+    assert load.disabled and not extract.disabled
+    assert loaded.params == {"DAY": "2026-03-14"}
+    assert loaded.description == "nightly load"
+
+
+async def test_creating_a_workflow_twice_is_already_exists(db: Database) -> None:
+    await make_workflow(db)
+    with pytest.raises(AlreadyExists) as caught:
+        await write(db, lambda c: definitions.create_workflow(c, _second_version(), at(1)))
+    assert caught.value.metadata == {"project": "proj", "workflow": "wf"}
+    assert (await read(db, lambda c: definitions.get_workflow(c, "proj", "wf"))).version == 1
+
+
+async def test_the_same_workflow_name_may_exist_in_two_projects(db: Database) -> None:
+    first = await make_workflow(db, workflow_spec("one"))
+    second = await make_workflow(db, workflow_spec("two"))
+    assert first.id != second.id
+    assert (first.project, second.project) == ("one", "two")
+
+
+async def test_creating_a_workflow_in_an_unknown_project_is_not_found(db: Database) -> None:
+    with pytest.raises(NotFound) as caught:
+        await write(db, lambda c: definitions.create_workflow(c, workflow_spec("ghost"), NOW))
+    assert caught.value.metadata == {"project": "ghost"}
+    assert await _rows(db, WorkflowVersion) == 0
+
+
+async def test_update_stores_a_new_current_version_and_keeps_the_old_one(db: Database) -> None:
+    first = await make_workflow(db)
+    v2 = _second_version()
+    updated = await _update(db, v2, 60)
+    assert (updated.id, updated.version) == (first.id, 2)
+    assert updated.spec == v2
+    assert updated.create_time == NOW
+    assert updated.update_time == at(60)
+
+    current = await read(db, lambda c: definitions.get_workflow(c, "proj", "wf"))
+    assert current == updated
+    old = await read(db, lambda c: definitions.get_workflow(c, "proj", "wf", 1))
+    assert old.version == 1
+    assert old.spec == first.spec
+    assert old.update_time == NOW
+    assert [t.name for t in old.spec.tasks] == ["extract", "clean", "enrich", "load"]
+    assert old.spec.tasks[3].upstream == ("clean", "enrich")
+    assert old.spec.tasks[0].priority is Priority.HIGH
+    assert old.spec.params == {"DAY": "2026-03-14"}
+
+
+async def test_every_version_stays_readable_by_code_and_number(db: Database) -> None:
+    first = await make_workflow(db)
+    await _update(db, _second_version(), 60)
+    await _update(db, _third_version(), 120)
+    specs = [first.spec, _second_version(), _third_version()]
+    async with db.read() as conn:
+        for number, spec in enumerate(specs, start=1):
+            loaded = await definitions.get_workflow_by_code(conn, first.id, number)
+            assert (loaded.version, loaded.spec) == (number, spec)
+    current = await read(db, lambda c: definitions.get_workflow_by_code(c, first.id))
+    assert current.version == 3
+
+
+async def test_getting_a_version_that_does_not_exist_is_not_found(db: Database) -> None:
+    await make_workflow(db)
+    with pytest.raises(NotFound) as caught:
+        await read(db, lambda c: definitions.get_workflow(c, "proj", "wf", 2))
+    assert caught.value.reason == "VERSION_NOT_FOUND"
+    assert caught.value.metadata == {"workflow": "wf", "version": "2"}
+
+
+async def test_getting_an_unknown_workflow_is_not_found(db: Database) -> None:
+    await make_project(db)
+    with pytest.raises(NotFound) as by_name:
+        await read(db, lambda c: definitions.get_workflow(c, "proj", "ghost"))
+    assert by_name.value.metadata == {"project": "proj", "workflow": "ghost"}
+    with pytest.raises(NotFound):
+        await read(db, lambda c: definitions.get_workflow_by_code(c, 999_999))
+
+
+async def test_updating_an_online_workflow_is_a_failed_precondition(db: Database) -> None:
+    await make_workflow(db)
+    await _release(db, ReleaseState.ONLINE)
+    with pytest.raises(FailedPrecondition) as caught:
+        await _update(db, _second_version(), 60)
+    assert caught.value.reason == "WORKFLOW_ONLINE"
+    current = await read(db, lambda c: definitions.get_workflow(c, "proj", "wf"))
+    assert current.version == 1
+    assert await _rows(db, WorkflowVersion) == 1
+
+
+async def test_updating_an_unknown_workflow_is_not_found(db: Database) -> None:
+    await make_project(db)
+    with pytest.raises(NotFound):
+        await _update(db, _second_version(), 60)
+
+
+async def test_versions_are_listed_newest_first_with_their_task_counts(db: Database) -> None:
+    await make_workflow(db)
+    await _update(db, _second_version(), 60)
+    await _update(db, _third_version(), 120)
+    page = await read(db, lambda c: definitions.list_versions(c, "proj", "wf", 0, ""))
+    assert [(v.version, v.task_count, v.description) for v in page.items] == [
+        (3, 1, "v3"),
+        (2, 3, "nightly load, v2"),
+        (1, 4, "nightly load"),
+    ]
+    assert [v.create_time for v in page.items] == [at(120), at(60), NOW]
+    assert page.next_token == ""
+
+
+async def test_versions_are_paged(db: Database) -> None:
+    await make_workflow(db)
+    await _update(db, _second_version(), 60)
+    await _update(db, _third_version(), 120)
+    first = await read(db, lambda c: definitions.list_versions(c, "proj", "wf", 2, ""))
+    assert [v.version for v in first.items] == [3, 2]
+    rest = await read(db, lambda c: definitions.list_versions(c, "proj", "wf", 2, first.next_token))
+    assert [v.version for v in rest.items] == [1]
+    assert rest.next_token == ""
+
+
+async def test_workflows_of_a_project_are_listed_by_name_with_their_current_version(
+    db: Database,
+) -> None:
+    for name in ["wf-c", "wf-a", "wf-b"]:
+        await make_workflow(db, workflow_spec(name=name))
+    await make_workflow(db, workflow_spec("other", "wf-z"))
+    await write(
+        db,
+        lambda c: definitions.update_workflow(
+            c, workflow_spec(name="wf-b", tasks=(shell("x"),)), NOW
+        ),
+    )
+    first = await read(db, lambda c: definitions.list_workflows(c, "proj", 2, ""))
+    assert [(w.spec.name, w.version) for w in first.items] == [("wf-a", 1), ("wf-b", 2)]
+    rest = await read(db, lambda c: definitions.list_workflows(c, "proj", 2, first.next_token))
+    assert [w.spec.name for w in rest.items] == ["wf-c"]
+    assert rest.next_token == ""
+
+
+async def test_release_state_moves_between_offline_and_online(db: Database) -> None:
+    await make_workflow(db)
+    online = await _release(db, ReleaseState.ONLINE)
+    assert online.release_state is ReleaseState.ONLINE
+    again = await _release(db, ReleaseState.ONLINE)  # idempotent
+    assert again == online
+    stored = await read(db, lambda c: definitions.get_workflow(c, "proj", "wf"))
+    assert stored.release_state is ReleaseState.ONLINE
+    offline = await _release(db, ReleaseState.OFFLINE)
+    assert offline.release_state is ReleaseState.OFFLINE
+    assert (await _update(db, _second_version(), 60)).version == 2
+
+
+async def test_deleting_an_online_workflow_is_a_failed_precondition(db: Database) -> None:
+    await make_workflow(db)
+    await _release(db, ReleaseState.ONLINE)
+    with pytest.raises(FailedPrecondition) as caught:
+        await write(db, lambda c: definitions.delete_workflow(c, "proj", "wf"))
+    assert caught.value.reason == "WORKFLOW_ONLINE"
+    assert (await read(db, lambda c: definitions.get_workflow(c, "proj", "wf"))).version == 1
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        WorkflowState.SUBMITTED,
+        WorkflowState.RUNNING,
+        WorkflowState.READY_PAUSE,
+        WorkflowState.READY_STOP,
+        WorkflowState.FAILOVER,
+    ],
+)
+async def test_deleting_a_workflow_with_an_unfinished_instance_is_a_failed_precondition(
+    db: Database, state: WorkflowState
+) -> None:
+    workflow = await make_workflow(db)
+    instance_id = await make_instance(db, workflow)
+    await write(
+        db,
+        lambda c: instances.set_state(
+            c, instance_id, epoch=None, expected=[WorkflowState.SUBMITTED], state=state
+        ),
+    )
+    with pytest.raises(FailedPrecondition) as caught:
+        await write(db, lambda c: definitions.delete_workflow(c, "proj", "wf"))
+    assert caught.value.reason == "WORKFLOW_HAS_RUNNING_INSTANCES"
+    assert (await read(db, lambda c: instances.get_instance(c, instance_id))).state is state
+
+
+async def test_deleting_a_workflow_removes_its_versions_and_finished_instances(
+    db: Database,
+) -> None:
+    workflow = await make_workflow(db)
+    await _update(db, _second_version(), 60)
+    kept = await make_workflow(db, workflow_spec(name="kept"))
+    kept_instance = await make_instance(db, kept)
+    instance_id = await make_instance(db, workflow)
+
+    async def finish_with_history(conn: Conn) -> None:
+        await instances.set_state(
+            conn,
+            instance_id,
+            epoch=None,
+            expected=[WorkflowState.SUBMITTED],
+            state=WorkflowState.SUCCEEDED,
+        )
+        (ti,) = await task_instances.create_attempts(
+            conn,
+            instance_id,
+            [
+                NewAttempt(
+                    task_name="extract",
+                    attempt=1,
+                    retry_times=0,
+                    state=TaskState.SUCCEEDED,
+                    priority=Priority.HIGH,
+                    worker_group="",
+                )
+            ],
+            NOW,
+        )
+        await events.append(
+            conn, [NewEvent(workflow_instance_id=instance_id, task_instance_id=ti)], NOW
+        )
+
+    await write(db, finish_with_history)
+    await write(db, lambda c: definitions.delete_workflow(c, "proj", "wf"))
+
+    with pytest.raises(NotFound):
+        await read(db, lambda c: definitions.get_workflow(c, "proj", "wf"))
+    with pytest.raises(NotFound):
+        await read(db, lambda c: instances.get_instance(c, instance_id))
+    # Everything hanging off the workflow and its instance went with it (foreign keys cascade).
+    assert await _rows(db, WorkflowVersion) == 1
+    assert await _rows(db, TaskDefinition) == 4
+    assert await _rows(db, TaskEdge) == 4
+    assert await _rows(db, WorkflowInstance) == 1
+    assert await _rows(db, Command) == 1  # the other instance's START
+    assert await _rows(db, TaskInstance) == 0
+    assert await _rows(db, InstanceEvent) == 0
+    assert (await read(db, lambda c: instances.get_instance(c, kept_instance))).workflow == "kept"
