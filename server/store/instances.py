@@ -206,7 +206,16 @@ async def claim(
 ) -> bool:
     """Takes a command: deletes it (0 rows = another master has it) and stamps the instance with
     this master's host and epoch and ``state``, in the caller's transaction."""
-    gone = await conn.execute(delete(C).where(C.c.id == command.id))
+    # Not by id alone: SQLite reuses the id of a deleted row (max + 1), so a stale record could
+    # otherwise delete a newer command and stamp an instance another master already drives.
+    gone = await conn.execute(
+        delete(C).where(
+            C.c.id == command.id,
+            C.c.workflow_instance_id == command.workflow_instance_id,
+            C.c.type == command.type.value,
+            C.c.create_time == command.create_time,
+        )
+    )
     if gone.rowcount != 1:
         return False
     await conn.execute(
