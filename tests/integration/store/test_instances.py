@@ -1,0 +1,288 @@
+"""Workflow instances: fenced owner writes, failover of dead epochs, queries and listing."""
+
+from __future__ import annotations
+
+import pytest
+
+from dsched.errors import OwnershipLost
+from dsched.options import CommandType, Priority
+from dsched.server.core.records import InstanceRecord
+from dsched.server.core.transitions import OWNED_STATES
+from dsched.server.store import instances
+from dsched.server.store.database import Database
+from dsched.states import WorkflowState
+from tests.integration.store.conftest import (
+    NOW,
+    at,
+    claim_instance,
+    make_instance,
+    make_workflow,
+    read,
+    workflow_spec,
+    write,
+)
+
+W = WorkflowState
+
+
+async def _get(db: Database, instance_id: int) -> InstanceRecord:
+    return await read(db, lambda c: instances.get_instance(c, instance_id))
+
+
+async def _owned(db: Database, *, epoch: int = 7, state: W = W.RUNNING) -> int:
+    workflow = await make_workflow(db)
+    instance_id = await make_instance(db, workflow)
+    await claim_instance(db, instance_id, host="master-1:5678", epoch=epoch, state=state)
+    return instance_id
+
+
+async def test_fence_passes_for_the_owner_epoch_and_changes_nothing(db: Database) -> None:
+    instance_id = await _owned(db, epoch=7)
+    before = await _get(db, instance_id)
+    await write(db, lambda c: instances.fence(c, instance_id, 7))
+    assert await _get(db, instance_id) == before
+
+
+@pytest.mark.parametrize("epoch", [0, 6, 8])
+async def test_fence_raises_ownership_lost_for_any_other_epoch(db: Database, epoch: int) -> None:
+    instance_id = await _owned(db, epoch=7)
+    with pytest.raises(OwnershipLost) as caught:
+        await write(db, lambda c: instances.fence(c, instance_id, epoch))
+    assert caught.value.metadata == {"instance": str(instance_id), "epoch": str(epoch)}
+    assert (await _get(db, instance_id)).epoch == 7
+
+
+async def test_fence_of_an_unknown_instance_raises_ownership_lost(db: Database) -> None:
+    with pytest.raises(OwnershipLost):
+        await write(db, lambda c: instances.fence(c, 424242, 7))
+
+
+async def test_set_state_moves_an_owned_instance_from_an_expected_state(db: Database) -> None:
+    instance_id = await _owned(db, epoch=7)
+    moved = await write(
+        db,
+        lambda c: instances.set_state(
+            c,
+            instance_id,
+            epoch=7,
+            expected=[W.RUNNING, W.READY_PAUSE],
+            state=W.SUCCEEDED,
+            values={"end_time": at(30), "state_reason": "all tasks succeeded"},
+        ),
+    )
+    assert moved is True
+    after = await _get(db, instance_id)
+    assert (after.state, after.end_time, after.state_reason) == (
+        W.SUCCEEDED,
+        at(30),
+        "all tasks succeeded",
+    )
+    assert (after.host, after.epoch) == ("master-1:5678", 7)
+
+
+async def test_set_state_from_an_unexpected_state_returns_false_and_changes_nothing(
+    db: Database,
+) -> None:
+    instance_id = await _owned(db, epoch=7)
+    before = await _get(db, instance_id)
+    moved = await write(
+        db,
+        lambda c: instances.set_state(
+            c, instance_id, epoch=7, expected=[W.READY_STOP], state=W.STOPPED
+        ),
+    )
+    assert moved is False
+    assert await _get(db, instance_id) == before
+
+
+async def test_set_state_by_a_stale_epoch_raises_ownership_lost(db: Database) -> None:
+    instance_id = await _owned(db, epoch=7)
+    before = await _get(db, instance_id)
+    for expected in ([W.RUNNING], [W.READY_STOP]):  # whether or not the state matches
+        with pytest.raises(OwnershipLost):
+            async with db.transaction() as conn:
+                await instances.set_state(
+                    conn, instance_id, epoch=6, expected=expected, state=W.FAILED
+                )
+    assert await _get(db, instance_id) == before
+
+
+async def test_set_state_without_an_epoch_is_conditional_on_the_state_only(db: Database) -> None:
+    workflow = await make_workflow(db)
+    instance_id = await make_instance(db, workflow)
+    stop = await write(
+        db,
+        lambda c: instances.set_state(
+            c, instance_id, epoch=None, expected=[W.SUBMITTED, W.PAUSED], state=W.STOPPED
+        ),
+    )
+    again = await write(
+        db,
+        lambda c: instances.set_state(
+            c, instance_id, epoch=None, expected=[W.SUBMITTED, W.PAUSED], state=W.STOPPED
+        ),
+    )
+    assert (stop, again) == (True, False)
+    assert (await _get(db, instance_id)).state is W.STOPPED
+
+
+async def test_update_fields_writes_for_the_owner_only(db: Database) -> None:
+    instance_id = await _owned(db, epoch=7)
+    await write(
+        db,
+        lambda c: instances.update_fields(
+            c, instance_id, 7, {"var_pool": {"ROWS": "42"}, "state_reason": "halfway"}
+        ),
+    )
+    with pytest.raises(OwnershipLost):
+        await write(
+            db, lambda c: instances.update_fields(c, instance_id, 8, {"var_pool": {"ROWS": "0"}})
+        )
+    after = await _get(db, instance_id)
+    assert (after.var_pool, after.state_reason) == ({"ROWS": "42"}, "halfway")
+
+
+async def test_mark_failover_moves_only_the_dead_epochs_instance_in_the_given_state(
+    db: Database,
+) -> None:
+    instance_id = await _owned(db, epoch=7, state=W.READY_PAUSE)
+
+    wrong_epoch = await write(
+        db, lambda c: instances.mark_failover(c, instance_id, 8, W.READY_PAUSE, at(60))
+    )
+    wrong_state = await write(
+        db, lambda c: instances.mark_failover(c, instance_id, 7, W.RUNNING, at(60))
+    )
+    assert (wrong_epoch, wrong_state) == (False, False)
+    assert (await _get(db, instance_id)).state is W.READY_PAUSE
+    assert await read(db, lambda c: instances.pending_commands(c, 10)) == []
+
+    marked = await write(
+        db, lambda c: instances.mark_failover(c, instance_id, 7, W.READY_PAUSE, at(60))
+    )
+    assert marked is True
+    after = await _get(db, instance_id)
+    assert (after.state, after.host, after.epoch) == (W.FAILOVER, "master-1:5678", 7)
+    (command,) = await read(db, lambda c: instances.pending_commands(c, 10))
+    assert command.type is CommandType.FAILOVER
+    assert command.workflow_instance_id == instance_id
+    assert command.restore_state is W.READY_PAUSE
+    assert command.scope is None
+    assert command.priority is Priority.HIGHEST
+    assert command.create_time == at(60)
+
+    twice = await write(
+        db, lambda c: instances.mark_failover(c, instance_id, 7, W.READY_PAUSE, at(61))
+    )
+    assert twice is False
+    assert len(await read(db, lambda c: instances.pending_commands(c, 10))) == 1
+
+
+async def test_owned_by_dead_epochs_lists_owned_instances_of_epochs_not_alive(
+    db: Database,
+) -> None:
+    workflow = await make_workflow(db)
+    ids: dict[str, int] = {}
+    for key, epoch, state in [
+        ("dead-running", 7, W.RUNNING),
+        ("live-stopping", 8, W.READY_STOP),
+        ("dead-pausing", 9, W.READY_PAUSE),
+        ("dead-finished", 7, W.SUCCEEDED),
+    ]:
+        ids[key] = await make_instance(db, workflow)
+        await claim_instance(db, ids[key], epoch=epoch, state=state)
+    ids["unclaimed"] = await make_instance(db, workflow)
+
+    found = await read(db, lambda c: instances.owned_by_dead_epochs(c, [8, 10], OWNED_STATES))
+    assert sorted(found) == [
+        (ids["dead-running"], 7, W.RUNNING),
+        (ids["dead-pausing"], 9, W.READY_PAUSE),
+    ]
+    nobody = await read(db, lambda c: instances.owned_by_dead_epochs(c, [], OWNED_STATES))
+    assert sorted(i for i, _, _ in nobody) == sorted(
+        ids[k] for k in ("dead-running", "live-stopping", "dead-pausing")
+    )
+    everyone = await read(db, lambda c: instances.owned_by_dead_epochs(c, [7, 8, 9], OWNED_STATES))
+    assert everyone == []
+
+
+async def test_current_state_reads_the_state_or_none(db: Database) -> None:
+    instance_id = await _owned(db, state=W.READY_STOP)
+    assert await read(db, lambda c: instances.current_state(c, instance_id)) is W.READY_STOP
+    assert await read(db, lambda c: instances.current_state(c, instance_id + 1000)) is None
+
+
+async def test_list_instances_filters_and_pages_newest_first(db: Database) -> None:
+    etl = await make_workflow(db)
+    report = await make_workflow(db, workflow_spec(name="report"))
+    other = await make_workflow(db, workflow_spec("other", "etl"))
+    made = [
+        await make_instance(db, etl, now=at(0)),  # 0
+        await make_instance(db, report, now=at(10)),  # 1
+        await make_instance(db, etl, now=at(20)),  # 2
+        await make_instance(db, other, now=at(30)),  # 3
+        await make_instance(db, etl, now=at(40)),  # 4
+    ]
+    await claim_instance(db, made[2], state=W.RUNNING)
+    await write(
+        db,
+        lambda c: instances.set_state(
+            c, made[4], epoch=None, expected=[W.SUBMITTED], state=W.STOPPED
+        ),
+    )
+
+    async def ids(
+        project: str = "",
+        workflow: str = "",
+        states: tuple[W, ...] = (),
+        after: int | None = None,
+    ) -> list[int]:
+        page = await read(
+            db,
+            lambda c: instances.list_instances(
+                c,
+                project=project,
+                workflow=workflow,
+                states=states,
+                submitted_after=None if after is None else at(after),
+                size=0,
+                token="",
+            ),
+        )
+        return [i.id for i in page.items]
+
+    assert await ids() == made[::-1]
+    assert await ids(project="proj") == [made[4], made[2], made[1], made[0]]
+    assert await ids(project="proj", workflow="wf") == [made[4], made[2], made[0]]
+    assert await ids(workflow="etl") == [made[3]]
+    assert await ids(states=(W.RUNNING, W.STOPPED)) == [made[4], made[2]]
+    assert await ids(states=(W.SUBMITTED,)) == [made[3], made[1], made[0]]
+    assert await ids(after=20) == [made[4], made[3], made[2]]  # inclusive
+    assert await ids(project="proj", states=(W.SUBMITTED,), after=5) == [made[1]]
+    assert await ids(project="ghost") == []
+
+    pages: list[list[int]] = []
+    token = ""
+    async with db.read() as conn:
+        while True:
+            page = await instances.list_instances(
+                conn,
+                project="",
+                workflow="",
+                states=(),
+                submitted_after=None,
+                size=2,
+                token=token,
+            )
+            pages.append([i.id for i in page.items])
+            if not page.next_token:
+                break
+            token = page.next_token
+    assert pages == [[made[4], made[3]], [made[2], made[1]], [made[0]]]
+
+
+async def test_get_instance_reads_back_the_claimed_instance(db: Database) -> None:
+    instance_id = await _owned(db, epoch=12)
+    instance = await _get(db, instance_id)
+    assert (instance.state, instance.host, instance.epoch) == (W.RUNNING, "master-1:5678", 12)
+    assert instance.start_time == NOW
