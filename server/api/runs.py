@@ -314,7 +314,9 @@ class RunsApi:
                 epoch=None,
                 expected={instance.state},
                 state=W.SUBMITTED,
-                values={"state_reason": ""},
+                # Not terminal any more (the proto: end_time is absent while not terminal), and
+                # restarted by this command; the claim sets both again with the start time.
+                values={"state_reason": "", "end_time": None, "command_type": command.value},
             ):
                 raise Unavailable(
                     "the instance changed meanwhile; retry", reason="CONCURRENT_CHANGE"

@@ -1,0 +1,131 @@
+"""WatchWorkflowInstance: ordered events, the end after the terminal event, resumable cursors."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+
+from tests.integration.api.conftest import (
+    SUCCEEDED,
+    TERMINAL,
+    WAIT_S,
+    Cluster,
+    Gate,
+    Watched,
+    assert_status,
+    chain,
+    enums,
+    online_workflow,
+    pb,
+    run_to_end,
+    shell,
+    start,
+    stream_failure,
+    task_is,
+    watch_to_end,
+    watch_until,
+)
+
+
+def check_frames(seen: Watched) -> None:
+    """Sequences strictly increase across frames; every frame's cursor is its last sequence."""
+    sequences = [e.sequence for e in seen.events]
+    assert sequences == sorted(set(sequences)), sequences
+    assert seen.cursors == sorted(seen.cursors)
+    assert seen.cursor == sequences[-1]
+
+
+async def test_history_is_ordered_and_ends_after_the_terminal_event(cluster: Cluster) -> None:
+    await online_workflow(cluster, "p", "w", chain("a", "b", "c"))
+    started = await start(cluster, "p", "w")
+    seen = await run_to_end(cluster, started.id)
+    check_frames(seen)
+    assert all(e.workflow_instance_id == started.id for e in seen.events)
+    # Exactly one terminal event, and it is the last one.
+    terminal = [e for e in seen.events if not e.task_instance_id and e.workflow_state in TERMINAL]
+    assert terminal == [seen.events[-1]]
+    assert seen.state == SUCCEEDED
+    assert seen.workflow_states()[0] == enums.WORKFLOW_INSTANCE_STATE_SUBMITTED
+    for name in ("a", "b", "c"):
+        states = seen.task_states(name)
+        assert states[0] == enums.TASK_INSTANCE_STATE_SUBMITTED
+        assert states[-1] == enums.TASK_INSTANCE_STATE_SUCCEEDED
+        assert enums.TASK_INSTANCE_STATE_RUNNING in states
+    order = [
+        e.task_name for e in seen.events if e.task_state == enums.TASK_INSTANCE_STATE_SUCCEEDED
+    ]
+    assert order == ["a", "b", "c"]
+    for event in seen.events:
+        assert event.HasField("create_time") and event.kind
+        assert (event.task_instance_id == 0) == (event.task_name == "")
+
+
+async def test_resume_from_every_cursor_has_no_repeats_or_gaps(cluster: Cluster) -> None:
+    await online_workflow(cluster, "p", "w", chain("a", "b"))
+    started = await start(cluster, "p", "w")
+    full = await run_to_end(cluster, started.id)
+    sequences = [e.sequence for e in full.events]
+    for i, cursor in enumerate(sequences[:-1]):
+        rest = await watch_to_end(cluster, started.id, after=cursor)
+        assert [e.sequence for e in rest.events] == sequences[i + 1 :]
+        assert [e.SerializeToString() for e in rest.events] == [
+            e.SerializeToString() for e in full.events[i + 1 :]
+        ]
+    # From the end of a terminal instance: nothing to send, and the stream ends at once.
+    empty = await watch_to_end(cluster, started.id, after=sequences[-1])
+    assert empty.events == []
+
+
+async def test_resume_a_live_stream_after_hanging_up(cluster: Cluster, gate: Gate) -> None:
+    await online_workflow(cluster, "p", "w", [shell("a", gate.wait), shell("b", "true", ["a"])])
+    started = await start(cluster, "p", "w")
+    head = await watch_until(
+        cluster, started.id, task_is("a", enums.TASK_INSTANCE_STATE_RUNNING)
+    )  # hangs up here, while the instance runs
+    check_frames(head)
+    gate.open()
+    tail = await run_to_end(cluster, started.id, after=head.cursor)
+    assert tail.events[0].sequence > head.cursor
+    full = await run_to_end(cluster, started.id)
+    joined = [e.sequence for e in [*head.events, *tail.events]]
+    assert joined == [e.sequence for e in full.events]
+
+
+async def test_concurrent_instances_stream_only_their_own_events(cluster: Cluster) -> None:
+    await online_workflow(cluster, "p", "w", chain("a", "b", "c"))
+    first, second = await start(cluster, "p", "w"), await start(cluster, "p", "w")
+    seen_first, seen_second = await asyncio.gather(
+        run_to_end(cluster, first.id), run_to_end(cluster, second.id)
+    )
+    for inst, seen in ((first, seen_first), (second, seen_second)):
+        check_frames(seen)
+        assert {e.workflow_instance_id for e in seen.events} == {inst.id}
+        assert seen.events[-1].workflow_state == SUCCEEDED
+    assert not {e.sequence for e in seen_first.events} & {e.sequence for e in seen_second.events}
+
+
+async def test_keep_open_stays_open_with_progress_frames(cluster: Cluster) -> None:
+    await online_workflow(cluster, "p", "w", chain("a"))
+    started = await start(cluster, "p", "w")
+    done = await run_to_end(cluster, started.id)
+    request = pb.WatchWorkflowInstanceRequest(
+        id=started.id, after_sequence=done.cursor, keep_open=True
+    )
+    call = cluster.stub.WatchWorkflowInstance(request)
+    try:
+        # Nothing new happens: the next frame is a progress frame (sent every few seconds).
+        frame = await asyncio.wait_for(call.read(), WAIT_S)
+    finally:
+        call.cancel()
+    assert isinstance(frame, pb.WatchWorkflowInstanceResponse)
+    assert list(frame.events) == []
+    assert (frame.cursor, frame.state) == (done.cursor, SUCCEEDED)
+
+
+async def test_watch_of_an_unknown_instance_is_not_found(cluster: Cluster) -> None:
+    got = await stream_failure(
+        cluster.stub.WatchWorkflowInstance(pb.WatchWorkflowInstanceRequest(id=424242))
+    )
+    assert_status(got, grpc.StatusCode.NOT_FOUND, "NOT_FOUND")
+    assert got.metadata == {"instance": "424242"}
