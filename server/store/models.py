@@ -6,7 +6,9 @@ guarantees of DESIGN.md §4: one instance per command (a command row references 
 and at most one command per instance is pending), one task instance per (workflow instance, task,
 attempt). Enum columns hold the permanent
 value names of :mod:`dsched.states` and :mod:`dsched.options`. Schema changes go through Alembic
-migrations in ``migrations/versions``.
+migrations in ``migrations/versions``. On MariaDB every table uses the ``utf8mb4_bin`` collation
+(migration 0002), so text compares exactly as on PostgreSQL and SQLite; a new table must say so too
+(``mysql_charset="utf8mb4", mysql_collate="utf8mb4_bin"``).
 """
 
 from __future__ import annotations

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from sqlalchemy import inspect, text
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Connection, inspect, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dsched.server.store import definitions
-from dsched.server.store.database import Conn, Database
+from dsched.server.store.database import MIGRATIONS, Conn, Database
 from dsched.server.store.models import Base
 from tests.integration.store.conftest import NOW, make_project, read, write
 
-HEAD = "0001"
+HEAD = "0002"
 
 
 async def _tables(conn: Conn) -> set[str]:
@@ -124,3 +127,35 @@ async def test_a_migrator_that_takes_the_lock_as_soon_as_it_is_free_finds_the_sc
     finally:
         await first.stop()
         await second.stop()
+
+
+def _upgrade_to(revision: str) -> Callable[[Connection], None]:
+    def run(sync: Connection) -> None:
+        cfg = Config()
+        cfg.set_main_option("script_location", str(MIGRATIONS))
+        cfg.attributes["connection"] = sync
+        command.upgrade(cfg, revision)
+
+    return run
+
+
+async def test_upgrading_from_the_first_revision_keeps_the_data_and_compares_names_exactly(
+    db_url: str,
+) -> None:
+    db = Database(db_url)
+    await db.start(migrate=False)
+    try:
+        async with db.transaction() as conn:
+            await conn.run_sync(_upgrade_to("0001"))
+        await write(db, lambda c: definitions.create_project(c, "etl", "old", NOW))
+        assert await read(db, _versions) == ["0001"]
+
+        await db.migrate()
+
+        assert await read(db, _versions) == [HEAD]
+        await write(db, lambda c: definitions.create_project(c, "ETL", "new", NOW))
+        old = await read(db, lambda c: definitions.get_project(c, "etl"))
+        new = await read(db, lambda c: definitions.get_project(c, "ETL"))
+        assert (old.description, new.description) == ("old", "new")
+    finally:
+        await db.stop()
