@@ -69,12 +69,13 @@ class QueriesApi:
                 checks.add(f"states[{i}]", f"unknown value {number}")
             else:
                 states.append(WorkflowState(member.value))
+        after = None
+        if request.HasField("submitted_after"):
+            try:
+                after = request.submitted_after.ToDatetime(tzinfo=self.ctx.clock.now().tzinfo)
+            except ValueError as exc:  # seconds or nanos outside Timestamp's range
+                checks.add("submitted_after", f"is not a valid timestamp: {exc}")
         checks.raise_if_any()
-        after = (
-            request.submitted_after.ToDatetime(tzinfo=self.ctx.clock.now().tzinfo)
-            if request.HasField("submitted_after")
-            else None
-        )
         async with self.ctx.db.read() as conn:
             page = await instance_repo.list_instances(
                 conn,
