@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, delete, insert, select, update
+from sqlalchemy import Row, Update, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from dsched.errors import Aborted, NotFound, OwnershipLost
@@ -44,6 +44,19 @@ _SELECT = (
     .join(P, P.c.id == WI.c.project_id)
     .join(W, W.c.id == WI.c.workflow_id)
 )
+
+
+def _by_id(query: Update) -> Update:
+    """Makes MariaDB find an instance row by its primary key before anything else.
+
+    With ``state IN (...)`` in the WHERE clause InnoDB may pick ix_workflow_instances_state and
+    lock that index entry before the row. A writer doing so while the owner's fence() holds the
+    row deadlocks with the owner's own state change (which needs the index entry), and InnoDB
+    rolls back one of them: the fence promised that a takeover waits instead.
+    """
+    for dialect in ("mysql", "mariadb"):
+        query = query.with_hint("FORCE INDEX (PRIMARY)", dialect_name=dialect)
+    return query
 
 
 def _record(row: Row[Any]) -> InstanceRecord:
@@ -254,7 +267,9 @@ async def set_state(
     """Moves the instance to ``state`` if it is in one of ``expected`` (and, for an owner write,
     still owned by ``epoch``). Returns False when the row did not match; raises OwnershipLost if
     the epoch no longer owns it."""
-    query = update(WI).where(WI.c.id == instance_id, WI.c.state.in_([s.value for s in expected]))
+    query = _by_id(
+        update(WI).where(WI.c.id == instance_id, WI.c.state.in_([s.value for s in expected]))
+    )
     if epoch is not None:
         query = query.where(WI.c.epoch == epoch)
     result = await conn.execute(query.values(state=state.value, **(values or {})))
@@ -299,7 +314,7 @@ async def mark_failover(
     """Moves an instance of a dead epoch to FAILOVER and queues its recovery command, in the
     caller's transaction. False if the instance moved on meanwhile (nothing is written then)."""
     result = await conn.execute(
-        update(WI)
+        _by_id(update(WI))
         .where(WI.c.id == instance_id, WI.c.epoch == dead_epoch, WI.c.state == state.value)
         .values(state=WorkflowState.FAILOVER.value)
     )

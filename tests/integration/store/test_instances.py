@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
+from sqlalchemy import text
 
 from dsched.errors import OwnershipLost
 from dsched.options import CommandType, Priority
@@ -17,6 +20,7 @@ from tests.integration.store.conftest import (
     claim_instance,
     make_instance,
     make_workflow,
+    overlap,
     read,
     workflow_spec,
     write,
@@ -286,3 +290,59 @@ async def test_get_instance_reads_back_the_claimed_instance(db: Database) -> Non
     instance = await _get(db, instance_id)
     assert (instance.state, instance.host, instance.epoch) == (W.RUNNING, "master-1:5678", 12)
     assert instance.start_time == NOW
+
+
+_LOCK_WAITERS = {
+    "postgresql": "SELECT count(*) FROM pg_stat_activity "
+    "WHERE datname = current_database() AND wait_event_type = 'Lock'",
+    "mysql": "SELECT count(*) FROM information_schema.INNODB_TRX t "
+    "JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id "
+    "WHERE t.trx_state = 'LOCK WAIT' AND p.DB = DATABASE()",
+}
+
+
+async def _until_a_transaction_waits_for_a_lock(db: Database) -> None:
+    query = text(_LOCK_WAITERS[db.dialect])
+    # InnoDB refreshes INNODB_TRX only when it was not read for 0.1 s: poll slower than that.
+    pause = 0.15 if db.dialect == "mysql" else 0.01
+    for _ in range(int(10 / pause)):
+        async with db.read() as conn:
+            if await conn.scalar(query):
+                return
+        await asyncio.sleep(pause)
+    raise AssertionError("the failover never waited for the fenced row")
+
+
+async def _owner_finishes(db: Database, instance_id: int, fenced: asyncio.Barrier) -> bool:
+    async with db.transaction() as conn:
+        await instances.fence(conn, instance_id, 7)
+        await overlap(db, fenced)
+        if not db.is_sqlite:  # (SQLite runs the two transactions one after the other)
+            await _until_a_transaction_waits_for_a_lock(db)
+        return await instances.set_state(
+            conn, instance_id, epoch=7, expected=[W.RUNNING], state=W.SUCCEEDED
+        )
+
+
+async def _failover(db: Database, instance_id: int, fenced: asyncio.Barrier) -> bool:
+    await overlap(db, fenced)
+    async with db.transaction() as conn:
+        return await instances.mark_failover(conn, instance_id, 7, W.RUNNING, at(60))
+
+
+async def test_a_failover_racing_the_owners_fenced_transaction_waits_and_then_does_nothing(
+    db: Database,
+) -> None:
+    # fence() locks the row: the failover's conditional update waits for the owner's commit and
+    # then no longer matches, instead of moving the instance under the owner's feet.
+    instance_id = await _owned(db, epoch=7)
+    fenced = asyncio.Barrier(2)
+    owner, failover = await asyncio.wait_for(
+        asyncio.gather(
+            _owner_finishes(db, instance_id, fenced), _failover(db, instance_id, fenced)
+        ),
+        timeout=30,
+    )
+    assert (owner, failover) == (True, False)
+    assert (await _get(db, instance_id)).state is W.SUCCEEDED
+    assert await read(db, lambda c: instances.pending_commands(c, 10)) == []
