@@ -2,7 +2,8 @@
 
 The answer is stored in the same transaction as the change, so either both commit or neither does.
 A repeated id returns the stored answer; two concurrent requests with one id race on the request
-log's primary key, and the loser returns the winner's answer.
+log's primary key, and the loser returns the winner's answer (also when the winner's change
+makes the loser's work fail, e.g. ALREADY_EXISTS for a project created by the winner).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import TypeVar
 from google.protobuf.message import Message
 from sqlalchemy.exc import IntegrityError
 
-from dsched.errors import Aborted
+from dsched.errors import Aborted, DschedError
 from dsched.server.api.context import MasterContext
 from dsched.server.store import requests
 from dsched.server.store.database import Conn
@@ -49,6 +50,13 @@ async def once(
         if stored is None:
             raise Aborted("a concurrent change conflicted; retry", reason="CONFLICT") from exc
         return response_type.FromString(stored)
+    except DschedError:
+        # A concurrent duplicate that committed first changed what ``work`` saw (the project it
+        # creates exists now, the workflow it deletes is gone): answer as that duplicate did.
+        answer = await recall(ctx, request_id, method, response_type)
+        if answer is None:
+            raise
+        return answer
     return response
 
 

@@ -9,9 +9,11 @@ import grpc
 from tests.integration.api.conftest import (
     SUCCEEDED,
     Cluster,
+    Gate,
     assert_status,
     chain,
     create_project,
+    enums,
     failure,
     online_workflow,
     pb,
@@ -22,6 +24,8 @@ from tests.integration.api.conftest import (
     snapshot,
     still_serves,
     task_instances,
+    task_is,
+    watch_until,
     workflow,
 )
 
@@ -147,3 +151,40 @@ async def test_create_project_with_a_request_id_after_it_exists(cluster: Cluster
     await cluster.stub.CreateWorkflow(
         pb.CreateWorkflowRequest(workflow=workflow("p", "w", chain("a")), request_id="late")
     )
+
+
+async def test_update_and_delete_repeated_with_one_request_id(cluster: Cluster) -> None:
+    await create_project(cluster, "p")
+    await cluster.stub.CreateWorkflow(
+        pb.CreateWorkflowRequest(workflow=workflow("p", "w", chain("a")))
+    )
+    update = pb.UpdateWorkflowRequest(workflow=workflow("p", "w", chain("a", "b")), request_id="u")
+    first = await cluster.stub.UpdateWorkflow(update)
+    assert await cluster.stub.UpdateWorkflow(update) == first
+    versions = await cluster.stub.ListWorkflowVersions(
+        pb.ListWorkflowVersionsRequest(project="p", name="w")
+    )
+    assert [v.version for v in versions.versions] == [2, 1]  # not 3
+
+    delete = pb.DeleteWorkflowRequest(project="p", name="w", request_id="d")
+    await cluster.stub.DeleteWorkflow(delete)
+    await cluster.stub.DeleteWorkflow(delete)  # the first answer, not NOT_FOUND
+    plain = await failure(
+        cluster.stub.DeleteWorkflow(pb.DeleteWorkflowRequest(project="p", name="w"))
+    )
+    assert_status(plain, grpc.StatusCode.NOT_FOUND, "NOT_FOUND")
+
+
+async def test_pause_repeated_with_one_request_id(cluster: Cluster, gate: Gate) -> None:
+    await online_workflow(cluster, "p", "w", [shell("a", gate.wait), shell("b", "true", ["a"])])
+    started = await cluster.stub.StartWorkflow(pb.StartWorkflowRequest(project="p", workflow="w"))
+    head = await watch_until(
+        cluster, started.instance.id, task_is("a", enums.TASK_INSTANCE_STATE_RUNNING)
+    )
+    pause = pb.PauseWorkflowInstanceRequest(id=started.instance.id, request_id="pause-1")
+    first = await cluster.stub.PauseWorkflowInstance(pause)
+    gate.open()
+    paused = await run_to_end(cluster, started.instance.id, after=head.cursor)
+    assert paused.events[-1].workflow_state == enums.WORKFLOW_INSTANCE_STATE_PAUSED
+    # Repeating the request answers as the first time, although pausing again is illegal now.
+    assert await cluster.stub.PauseWorkflowInstance(pause) == first
