@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import Row, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from dsched.errors import AlreadyExists, FailedPrecondition, NotFound
+from dsched.errors import Aborted, AlreadyExists, FailedPrecondition, NotFound
 from dsched.options import ReleaseState
 from dsched.server.core.records import Page, ProjectRecord, WorkflowRecord, WorkflowVersionRecord
 from dsched.server.core.transitions import OWNED_STATES
@@ -188,7 +188,11 @@ async def update_workflow(conn: Conn, spec: WorkflowSpec, now: datetime) -> Work
         .values(current_version=version, update_time=now)
     )
     if result.rowcount != 1:
-        raise AlreadyExists(f"workflow {spec.project}/{spec.name} was updated concurrently")
+        raise Aborted(
+            f"workflow {spec.project}/{spec.name} was updated concurrently; retry",
+            reason="CONCURRENT_UPDATE",
+            metadata={"project": spec.project, "workflow": spec.name},
+        )
     await _write_version(conn, head["id"], version, spec, now)
     return await get_workflow_by_code(conn, head["id"])
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import pytest
 from sqlalchemy import func, select
 
-from dsched.errors import AlreadyExists, FailedPrecondition, NotFound
+from dsched.errors import Aborted, AlreadyExists, FailedPrecondition, NotFound
 from dsched.options import Priority, ReleaseState, TimeoutStrategy
 from dsched.server.core.records import WorkflowRecord
 from dsched.server.store import definitions, events, instances, task_instances
@@ -32,6 +33,7 @@ from tests.integration.store.conftest import (
     make_instance,
     make_project,
     make_workflow,
+    overlap,
     read,
     shell,
     workflow_spec,
@@ -341,3 +343,36 @@ async def test_deleting_a_workflow_removes_its_versions_and_finished_instances(
     assert await _rows(db, TaskInstance) == 0
     assert await _rows(db, InstanceEvent) == 0
     assert (await read(db, lambda c: instances.get_instance(c, kept_instance))).workflow == "kept"
+
+
+async def _edit(db: Database, spec: WorkflowSpec, barrier: asyncio.Barrier) -> WorkflowRecord:
+    async with db.transaction() as conn:
+        await definitions.get_workflow(conn, "proj", "wf")
+        await overlap(db, barrier)
+        return await definitions.update_workflow(conn, spec, at(60))
+
+
+async def test_concurrent_updates_never_leave_a_gap_or_a_duplicate_version(db: Database) -> None:
+    first = await make_workflow(db)
+    barrier = asyncio.Barrier(2)
+    edits = (_second_version(), _third_version())
+    results = await asyncio.wait_for(
+        asyncio.gather(*(_edit(db, e, barrier) for e in edits), return_exceptions=True),
+        timeout=20,
+    )
+    won = [r for r in results if isinstance(r, WorkflowRecord)]
+    lost = [r for r in results if not isinstance(r, WorkflowRecord)]
+    assert won, results
+    for error in lost:  # on PostgreSQL and MariaDB one of the two may find the head moved
+        assert isinstance(error, Aborted)
+        assert error.reason == "CONCURRENT_UPDATE"
+    versions = await read(db, lambda c: definitions.list_versions(c, "proj", "wf", 0, ""))
+    assert [v.version for v in versions.items] == list(range(1 + len(won), 0, -1))
+    current = await read(db, lambda c: definitions.get_workflow(c, "proj", "wf"))
+    assert current.version == 1 + len(won)
+    if len(won) == 1:
+        assert current == won[0]
+    async with db.read() as conn:
+        for record in won:
+            stored = await definitions.get_workflow_by_code(conn, first.id, record.version)
+            assert stored.spec == record.spec
