@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import random
 
@@ -12,7 +13,15 @@ from dsched.errors import AlreadyExists, FailedPrecondition, InvalidArgument, No
 from dsched.server.store import definitions, paging
 from dsched.server.store.database import Database
 from dsched.server.store.models import Project, table
-from tests.integration.store.conftest import NOW, at, make_project, make_workflow, read, write
+from tests.integration.store.conftest import (
+    NOW,
+    at,
+    make_project,
+    make_workflow,
+    overlap,
+    read,
+    write,
+)
 
 
 async def _bulk_projects(db: Database, count: int) -> list[str]:
@@ -144,3 +153,29 @@ async def test_deleting_a_project_with_workflows_is_a_failed_precondition(db: Da
 async def test_deleting_an_unknown_project_is_not_found(db: Database) -> None:
     with pytest.raises(NotFound):
         await write(db, lambda c: definitions.delete_project(c, "ghost"))
+
+
+async def _create_after(db: Database, barrier: asyncio.Barrier, description: str) -> object:
+    async with db.transaction() as conn:
+        await definitions.list_projects(conn, 1, "")
+        await overlap(db, barrier)
+        return await definitions.create_project(conn, "etl", description, NOW)
+
+
+async def test_of_two_overlapping_creates_of_one_project_one_wins_the_other_already_exists(
+    db: Database,
+) -> None:
+    barrier = asyncio.Barrier(2)
+    results = await asyncio.wait_for(
+        asyncio.gather(
+            _create_after(db, barrier, "a"), _create_after(db, barrier, "b"), return_exceptions=True
+        ),
+        timeout=20,
+    )
+    lost = [r for r in results if isinstance(r, BaseException)]
+    assert len(lost) == 1
+    assert isinstance(lost[0], AlreadyExists)
+    winner = "b" if results[0] is lost[0] else "a"
+    stored = await read(db, lambda c: definitions.get_project(c, "etl"))
+    assert stored.description == winner
+    assert await _all_pages(db, 10) == [["etl"]]
