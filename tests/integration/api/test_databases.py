@@ -84,6 +84,21 @@ async def test_create_start_finish(db_url: str, tmp_path: Path) -> None:
             ("c", 2, True),
         ]
 
+        # Deleting the (offline) workflow takes its finished instances with it.
+        await cluster.stub.SetWorkflowReleaseState(
+            pb.SetWorkflowReleaseStateRequest(
+                project="smoke", name="dag", release_state=enums.RELEASE_STATE_OFFLINE
+            )
+        )
+        await cluster.stub.DeleteWorkflow(pb.DeleteWorkflowRequest(project="smoke", name="dag"))
+        gone = await failure(
+            cluster.stub.GetWorkflowInstance(pb.GetWorkflowInstanceRequest(id=instance_id))
+        )
+        assert_status(gone, grpc.StatusCode.NOT_FOUND, "NOT_FOUND")
+        await cluster.stub.DeleteProject(pb.DeleteProjectRequest(name="smoke"))
+        counts = await row_counts(cluster)
+        assert {k: v for k, v in counts.items() if v and k != "request_log"} == {}
+
 
 async def test_concurrent_repeats_get_the_first_answer(db_url: str, tmp_path: Path) -> None:
     # On PostgreSQL and MariaDB the repeats really interleave (SQLite runs each one through).

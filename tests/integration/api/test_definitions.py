@@ -202,3 +202,19 @@ async def test_get_workflow_unknown_version_is_not_found(cluster: Cluster) -> No
     )
     assert_status(got, grpc.StatusCode.NOT_FOUND, "VERSION_NOT_FOUND")
     assert got.metadata["version"] == "9"
+
+
+async def test_server_assigned_fields_are_ignored_on_input(cluster: Cluster) -> None:
+    await create_project(cluster, "p")
+    given = workflow(
+        "p", "w", chain("a"), code=777, version=9, release_state=enums.RELEASE_STATE_ONLINE
+    )
+    given.create_time.FromSeconds(1)
+    stored = (await cluster.stub.CreateWorkflow(pb.CreateWorkflowRequest(workflow=given))).workflow
+    assert stored.code != 777
+    assert (stored.version, stored.release_state) == (1, enums.RELEASE_STATE_OFFLINE)
+    assert stored.create_time.seconds > 1
+    started = await failure(
+        cluster.stub.StartWorkflow(pb.StartWorkflowRequest(project="p", workflow="w"))
+    )
+    assert_status(started, grpc.StatusCode.FAILED_PRECONDITION, "WORKFLOW_OFFLINE")

@@ -472,3 +472,116 @@ async def test_control_of_an_instance_whose_task_waits_for_its_delay(
     await watch_until(cluster, started.id, workflow_is(final), after=head.cursor)
     # The event log says the instance is terminal; the instance must say so too.
     assert (await instance(cluster, started.id)).state == final
+
+
+async def test_start_tasks_scope(cluster: Cluster) -> None:
+    tasks = [shell("a", "true"), shell("b", "true", ["a"]), shell("c", "true", ["b"])]
+    await online_workflow(cluster, "p", "w", tasks)
+
+    async def ran(**fields: object) -> set[str]:
+        inst = await start(cluster, "p", "w", **fields)
+        seen = await run_to_end(cluster, inst.id)
+        assert seen.events[-1].workflow_state == SUCCEEDED
+        return {t.task_name for t in await task_instances(cluster, inst.id)}
+
+    assert await ran(start_tasks=["b"]) == {"b", "c"}  # TASK_POST by default
+    assert await ran(start_tasks=["b"], task_depend_type=T.TASK_DEPEND_TYPE_TASK_ONLY) == {"b"}
+    assert await ran(start_tasks=["b"], task_depend_type=T.TASK_DEPEND_TYPE_TASK_PRE) == {"a", "b"}
+
+
+async def test_dry_run_succeeds_without_running_tasks(cluster: Cluster, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    await online_workflow(cluster, "p", "w", [shell("a", f"touch '{marker}'; exit 1")])
+    inst = await start(cluster, "p", "w", dry_run=True)
+    assert inst.dry_run
+    seen = await run_to_end(cluster, inst.id)
+    assert seen.events[-1].workflow_state == SUCCEEDED
+    assert not marker.exists()
+
+
+async def test_failure_strategy_end_kills_the_rest(cluster: Cluster, gate: Gate) -> None:
+    # `slow` waits for a gate that never opens; `bad` fails; END kills `slow`.
+    tasks = [shell("slow", gate.wait), shell("bad", "exit 9")]
+    await online_workflow(cluster, "p", "w", tasks)
+    inst = await start(cluster, "p", "w", failure_strategy=T.FAILURE_STRATEGY_END)
+    assert inst.failure_strategy == T.FAILURE_STRATEGY_END
+    seen = await run_to_end(cluster, inst.id)
+    assert seen.events[-1].workflow_state == FAILED
+    states = {t.task_name: t.state for t in await task_instances(cluster, inst.id)}
+    assert states == {"slow": T.TASK_INSTANCE_STATE_KILLED, "bad": T.TASK_INSTANCE_STATE_FAILED}
+
+
+async def test_a_retried_attempt_is_superseded(cluster: Cluster, tmp_path: Path) -> None:
+    marker = tmp_path / "tried"
+    script = f"[ -e '{marker}' ] || {{ touch '{marker}'; exit 5; }}"
+    await online_workflow(cluster, "p", "w", [shell("flaky", script, retries=1)])
+    inst = await start(cluster, "p", "w")
+    seen = await run_to_end(cluster, inst.id)
+    assert seen.events[-1].workflow_state == SUCCEEDED
+    assert "RETRY_SCHEDULED" in {e.kind for e in seen.events}
+    [current] = await task_instances(cluster, inst.id)
+    assert (current.attempt, current.retry_times, current.state) == (
+        2,
+        1,
+        T.TASK_INSTANCE_STATE_SUCCEEDED,
+    )
+    both = await task_instances(cluster, inst.id, superseded=True)
+    assert [(t.attempt, t.valid, t.state, t.exit_code) for t in both] == [
+        (1, False, T.TASK_INSTANCE_STATE_FAILED, 5),
+        (2, True, T.TASK_INSTANCE_STATE_SUCCEEDED, 0),
+    ]
+
+
+async def test_startup_params_override_global_params(cluster: Cluster) -> None:
+    script = 'echo "#{setValue(seen=$who-$where)}"'
+    tasks = [shell("a", script, params={"where": "task"})]
+    await online_workflow(cluster, "p", "w", tasks, params={"who": "global", "where": "global"})
+    default = await start(cluster, "p", "w")
+    await run_to_end(cluster, default.id)
+    assert (await instance(cluster, default.id)).var_pool["seen"] == "global-task"
+    override = await start(cluster, "p", "w", params={"who": "startup", "where": "startup"})
+    await run_to_end(cluster, override.id)
+    assert (await instance(cluster, override.id)).var_pool["seen"] == "startup-startup"
+
+
+async def test_stop_while_a_pause_is_pending(cluster: Cluster, gate: Gate) -> None:
+    await online_workflow(cluster, "p", "w", [shell("a", gate.wait), shell("b", "true", ["a"])])
+    started = await start(cluster, "p", "w")
+    head = await watch_until(cluster, started.id, task_is("a", T.TASK_INSTANCE_STATE_RUNNING))
+    paused = await cluster.stub.PauseWorkflowInstance(
+        pb.PauseWorkflowInstanceRequest(id=started.id)
+    )
+    assert paused.instance.state == T.WORKFLOW_INSTANCE_STATE_READY_PAUSE  # a still runs
+    stopped = await cluster.stub.StopWorkflowInstance(pb.StopWorkflowInstanceRequest(id=started.id))
+    assert stopped.instance.state in (
+        T.WORKFLOW_INSTANCE_STATE_READY_STOP,
+        T.WORKFLOW_INSTANCE_STATE_STOPPED,
+    )
+    seen = await run_to_end(cluster, started.id, after=head.cursor)
+    assert seen.events[-1].workflow_state == T.WORKFLOW_INSTANCE_STATE_STOPPED
+    assert seen.workflow_states()[:2] == [
+        T.WORKFLOW_INSTANCE_STATE_READY_PAUSE,
+        T.WORKFLOW_INSTANCE_STATE_READY_STOP,
+    ]
+    assert seen.task_states("a")[-1] == T.TASK_INSTANCE_STATE_KILLED
+    assert (await instance(cluster, started.id)).state == T.WORKFLOW_INSTANCE_STATE_STOPPED
+
+
+async def test_force_success_needs_a_finished_instance(cluster: Cluster, gate: Gate) -> None:
+    await online_workflow(cluster, "p", "w", [shell("bad", "exit 1"), shell("slow", gate.wait)])
+    started = await start(cluster, "p", "w")
+    head = await watch_until(cluster, started.id, task_is("bad", T.TASK_INSTANCE_STATE_FAILED))
+    bad = head.task_instance_id("bad")
+    got = await failure(
+        cluster.stub.ForceTaskInstanceSuccess(pb.ForceTaskInstanceSuccessRequest(id=bad))
+    )
+    assert_status(got, grpc.StatusCode.FAILED_PRECONDITION, "INSTANCE_NOT_FINISHED")
+    resumed = await failure(
+        cluster.stub.ResumeWorkflowInstance(pb.ResumeWorkflowInstanceRequest(id=started.id))
+    )
+    assert_status(resumed, grpc.StatusCode.FAILED_PRECONDITION, "ILLEGAL_TRANSITION")
+    gate.open()
+    seen = await run_to_end(cluster, started.id, after=head.cursor)
+    assert seen.events[-1].workflow_state == FAILED  # CONTINUE: slow finished, bad failed
+    forced = await cluster.stub.ForceTaskInstanceSuccess(pb.ForceTaskInstanceSuccessRequest(id=bad))
+    assert forced.instance.state == SUCCEEDED
