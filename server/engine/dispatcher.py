@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 DISPATCH_TIMEOUT_S = 10.0
 # Attempts per DispatchTasks call: wide fan-outs cost one RPC per batch, not one per task.
-MAX_BATCH = 256
+MAX_BATCH = 64
 _ACCEPTED = (
     enums_pb2.DISPATCH_OUTCOME_ACCEPTED,
     enums_pb2.DISPATCH_OUTCOME_ALREADY_ACCEPTED,

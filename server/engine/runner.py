@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -49,7 +49,7 @@ from dsched.server.store import instances as instance_repo
 from dsched.server.store import task_instances as ti_repo
 from dsched.server.store.database import Conn
 from dsched.server.store.events import NewEvent
-from dsched.server.store.task_instances import NewAttempt
+from dsched.server.store.task_instances import NewAttempt, TaskWrite
 from dsched.spec import TaskSpec
 from dsched.states import TaskState
 
@@ -90,6 +90,8 @@ class _Batch:
     events: list[NewEvent] = field(default_factory=list)
     creates: list[ex.Create] = field(default_factory=list)
     instance_values: dict[str, Any] = field(default_factory=dict)
+    # Task instance writes, coalesced per row and written in bulk at the end (see _write).
+    ti_writes: dict[int, TaskWrite] = field(default_factory=dict)
 
 
 class InstanceRunner:
@@ -240,7 +242,13 @@ class InstanceRunner:
             self.s.metrics.stale_events += 1
             b.effects.ack(msg, Ack(Decision.REJECTED_STALE, "attempt superseded"))
             return
-        if not self._from_owner(track, msg):
+        owner = self._owner_check(track, msg)
+        if owner is None:
+            # Dispatched, but the reply naming the worker has not been applied yet (or this runner
+            # was just rebuilt): not stale, only early. The worker keeps it and resends.
+            b.effects.ack(msg, Ack(Decision.RETRY_LATER, "dispatch not recorded yet"))
+            return
+        if not owner:
             self.s.metrics.stale_events += 1
             log.warning(
                 "stale event %s for task instance %s from %s epoch %s (owner %s epoch %s)",
@@ -270,15 +278,7 @@ class InstanceRunner:
                 state_reason=event.message[:1024],
             )
         expected = _BEFORE_RUNNING if state is TaskState.RUNNING else _BEFORE_END
-        changed = await ti_repo.transition(
-            b.conn,
-            track.ti_id,
-            expected=expected,
-            state=state,
-            worker_epoch=msg.worker_epoch,
-            values=values,
-        )
-        if not changed:
+        if not self._write(b, track, expected, state, values, worker_epoch=msg.worker_epoch):
             self.s.metrics.stale_events += 1
             b.effects.ack(msg, Ack(Decision.REJECTED_STALE, "attempt no longer matches"))
             return
@@ -293,26 +293,23 @@ class InstanceRunner:
         await self._apply(b, self.execution.task_state(track.task, state, b.now))
 
     @staticmethod
-    def _from_owner(track: Track, msg: WorkerEvent) -> bool:
-        """Whether the reporting worker incarnation owns the attempt (the fencing check)."""
+    def _owner_check(track: Track, msg: WorkerEvent) -> bool | None:
+        """Whether the reporting worker incarnation owns the attempt (the fencing check); None if
+        this runner cannot tell yet."""
         if track.worker_epoch:
             return track.worker_epoch == msg.worker_epoch and track.host == msg.worker_address
-        # Not recorded yet: the RUNNING event overtook the dispatch reply. Only the worker we sent
-        # the attempt to may report it.
-        return track.job is not None and track.job.target == msg.worker_address
+        if track.job is not None and track.job.target:
+            # The RUNNING event overtook the dispatch reply: only the worker we sent it to may
+            # report it.
+            return track.job.target == msg.worker_address
+        return None
 
     async def _on_dispatched(self, b: _Batch, msg: Dispatched) -> None:
         track = self.tracks.get(msg.task_instance_id)
         if track is None or track.state is not TaskState.SUBMITTED:
             return  # superseded, or its RUNNING event overtook this reply and recorded the host
         values = {"host": msg.host, "worker_epoch": msg.worker_epoch, "log_path": msg.log_path}
-        if await ti_repo.transition(
-            b.conn,
-            track.ti_id,
-            expected={TaskState.SUBMITTED},
-            state=TaskState.DISPATCHED,
-            values=values,
-        ):
+        if self._write(b, track, {TaskState.SUBMITTED}, TaskState.DISPATCHED, values):
             track.host, track.worker_epoch = msg.host, msg.worker_epoch
             self._set_state(b, track, TaskState.DISPATCHED, f"on {msg.host}")
             await self._apply(b, self.execution.task_state(track.task, TaskState.DISPATCHED, b.now))
@@ -321,9 +318,7 @@ class InstanceRunner:
         track = self.tracks.get(ti_id)
         if track is None or track.state is not TaskState.DELAY_EXECUTION:
             return
-        if await ti_repo.transition(
-            b.conn, ti_id, expected={TaskState.DELAY_EXECUTION}, state=TaskState.SUBMITTED
-        ):
+        if self._write(b, track, {TaskState.DELAY_EXECUTION}, TaskState.SUBMITTED, {}):
             self._set_state(b, track, TaskState.SUBMITTED, "delay elapsed")
             self.execution.task_state(track.task, TaskState.SUBMITTED, b.now)
             b.effects.dispatch(self._job(track))
@@ -340,12 +335,12 @@ class InstanceRunner:
         track = self.tracks.get(msg.task_instance_id)
         if msg.found or track is None or track.state.terminal:
             return
-        if await ti_repo.transition(
-            b.conn,
-            track.ti_id,
-            expected=_BEFORE_END,
-            state=TaskState.NEED_FAULT_TOLERANCE,
-            values={"valid": False, "end_time": b.now},
+        if self._write(
+            b,
+            track,
+            _BEFORE_END,
+            TaskState.NEED_FAULT_TOLERANCE,
+            {"valid": False, "end_time": b.now},
         ):
             self._set_state(b, track, TaskState.NEED_FAULT_TOLERANCE, "its worker is gone")
             del self.tracks[track.ti_id]
@@ -357,9 +352,7 @@ class InstanceRunner:
         track = self.tracks.get(ti_id)
         if track is None or track.state.terminal:
             return
-        if await ti_repo.transition(
-            b.conn, ti_id, expected=_BEFORE_END, state=TaskState.KILLED, values={"end_time": b.now}
-        ):
+        if self._write(b, track, _BEFORE_END, TaskState.KILLED, {"end_time": b.now}):
             self._set_state(b, track, TaskState.KILLED, "killed before it started")
             await self._apply(b, self.execution.task_state(track.task, TaskState.KILLED, b.now))
 
@@ -422,12 +415,12 @@ class InstanceRunner:
             return self.execution.task_state(track.task, TaskState.DISPATCHED, b.now)
         if track.job is not None:
             track.job.cancelled = True
-        if not await ti_repo.transition(
-            b.conn,
-            track.ti_id,
-            expected={TaskState.SUBMITTED, TaskState.DELAY_EXECUTION},
-            state=action.state,
-            values={"end_time": b.now},
+        if not self._write(
+            b,
+            track,
+            {TaskState.SUBMITTED, TaskState.DELAY_EXECUTION},
+            action.state,
+            {"end_time": b.now},
         ):
             return []
         self._set_state(b, track, action.state, "cancelled before it reached a worker")
@@ -449,7 +442,10 @@ class InstanceRunner:
         )
 
     async def _flush(self, b: _Batch) -> None:
-        """Writes what the batch accumulated: new attempts, instance fields, event rows."""
+        """Writes what the batch accumulated: task instance changes, new attempts (which supersede
+        older ones, so they come after the changes), instance fields, event rows."""
+        await ti_repo.apply_writes(b.conn, list(b.ti_writes.values()))
+        b.ti_writes.clear()
         while b.creates:
             creates, b.creates = b.creates, []
             await self._create_attempts(b, creates)
@@ -494,6 +490,42 @@ class InstanceRunner:
         await self._apply(b, follow_ups)
 
     # ------------------------------------------------------------------------- helpers
+
+    @staticmethod
+    def _write(
+        b: _Batch,
+        track: Track,
+        expected: Collection[TaskState],
+        state: TaskState,
+        values: Mapping[str, Any],
+        *,
+        worker_epoch: int | None = None,
+    ) -> bool:
+        """Records a task instance transition if the attempt is in one of ``expected``.
+
+        The runner's view is authoritative while its epoch owns the instance (every batch starts
+        with the fence), so the check is made in memory and the rows are written in bulk when the
+        batch is flushed: one statement per kind of change instead of one per event. The write stays
+        conditional on the row's state before the batch; a row that does not match fails the
+        batch, which then reloads the instance from the store.
+        """
+        if track.state not in expected:
+            return False
+        write = b.ti_writes.get(track.ti_id)
+        if write is None:
+            b.ti_writes[track.ti_id] = TaskWrite(
+                task_instance_id=track.ti_id,
+                expected=frozenset(expected),
+                state=state,
+                worker_epoch=worker_epoch,
+                values=dict(values),
+            )
+        else:  # a later change of the same row in this batch: same precondition, newer values
+            write.state = state
+            write.values.update(values)
+            if worker_epoch is not None:
+                write.worker_epoch = worker_epoch
+        return True
 
     def _set_state(self, b: _Batch, track: Track, state: TaskState, message: str) -> None:
         track.state = state

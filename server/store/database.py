@@ -36,7 +36,12 @@ T = TypeVar("T")
 
 
 class Conn(Protocol):
-    """The connection repositories use: SQLAlchemy's execute/scalar, awaitable on every backend."""
+    """The connection repositories use: SQLAlchemy's execute/scalar, awaitable on every backend.
+
+    ``multi_rowcount`` tells whether an executemany reports the total number of matched rows.
+    """
+
+    multi_rowcount: bool
 
     async def execute(self, statement: Any, parameters: Any = None) -> CursorResult[Any]: ...
 
@@ -50,6 +55,7 @@ class _AsyncConn:
 
     def __init__(self, conn: AsyncConnection) -> None:
         self._conn = conn
+        self.multi_rowcount = conn.dialect.supports_sane_multi_rowcount
 
     async def execute(self, statement: Any, parameters: Any = None) -> CursorResult[Any]:
         result: CursorResult[Any] = await self._conn.execute(statement, parameters)
@@ -67,6 +73,7 @@ class _InlineConn:
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
+        self.multi_rowcount = conn.dialect.supports_sane_multi_rowcount
 
     async def execute(self, statement: Any, parameters: Any = None) -> CursorResult[Any]:
         return self._conn.execute(statement, parameters)

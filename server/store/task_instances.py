@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, and_, func, insert, select, update
+from sqlalchemy import Row, and_, bindparam, func, insert, or_, select, update
 
-from dsched.errors import NotFound
+from dsched.errors import Aborted, NotFound
 from dsched.options import Priority
 from dsched.server.core.records import Page, TaskInstanceRecord
 from dsched.server.store import paging
@@ -33,6 +33,18 @@ class NewAttempt:
     state: TaskState
     priority: Priority
     worker_group: str
+
+
+@dataclass(slots=True, kw_only=True)
+class TaskWrite:
+    """One row's transition: applied only if the row is valid, in one of ``expected`` states and
+    (when ``worker_epoch`` is set) not owned by another worker incarnation."""
+
+    task_instance_id: int
+    expected: frozenset[TaskState]
+    state: TaskState
+    worker_epoch: int | None
+    values: dict[str, Any]
 
 
 def record(row: Row[Any]) -> TaskInstanceRecord:
@@ -123,6 +135,44 @@ async def transition(
         query = query.where(TI.c.worker_epoch.in_([0, worker_epoch]))
     result = await conn.execute(query.values(state=state.value, **(values or {})))
     return result.rowcount == 1
+
+
+async def apply_writes(conn: Conn, writes: Sequence[TaskWrite]) -> None:
+    """Applies transitions in bulk: one executemany per kind of change. Raises Aborted (and the
+    caller's transaction rolls back) if any row did not match its precondition."""
+    groups: dict[tuple[Any, ...], list[TaskWrite]] = {}
+    for w in writes:
+        shape = (w.expected, w.state, w.worker_epoch is not None, tuple(sorted(w.values)))
+        groups.setdefault(shape, []).append(w)
+    for (expected, state, fenced, keys), rows in groups.items():
+        # Plain equalities, not IN (...): expanding parameters cannot be used with executemany.
+        query = update(TI).where(
+            TI.c.id == bindparam("_id"),
+            TI.c.valid.is_(True),
+            or_(*(TI.c.state == s.value for s in sorted(expected))),
+        )
+        if fenced:
+            query = query.where(
+                or_(TI.c.worker_epoch == 0, TI.c.worker_epoch == bindparam("_worker_epoch"))
+            )
+        query = query.values(state=state.value, **{k: bindparam(f"v_{k}") for k in keys})
+        params = [
+            {
+                "_id": w.task_instance_id,
+                **({"_worker_epoch": w.worker_epoch} if fenced else {}),
+                **{f"v_{k}": w.values[k] for k in keys},
+            }
+            for w in rows
+        ]
+        if conn.multi_rowcount or len(params) == 1:
+            changed = (await conn.execute(query, params)).rowcount
+        else:  # the driver cannot count rows of an executemany: count them one by one
+            changed = sum([(await conn.execute(query, p)).rowcount for p in params])
+        if changed != len(params):
+            raise Aborted(
+                f"{len(params) - changed} task instance(s) changed behind the owner's back",
+                reason="CONCURRENT_MODIFICATION",
+            )
 
 
 async def supersede(conn: Conn, task_instance_ids: Iterable[int]) -> None:

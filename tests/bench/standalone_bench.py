@@ -39,6 +39,7 @@ import psutil
 
 from dsched import Client, Shell, Workflow
 from dsched.results import TaskInstance
+from dsched.server.standalone import use_pidfd_child_watcher
 
 
 def free_port() -> int:
@@ -139,6 +140,8 @@ def run_fanout(client: Client, width: int, pid: int) -> tuple[float, int]:
 
 
 async def _spawn_floor(count: int, parallelism: int) -> float:
+    """``count`` runs of ``bash -c true``, ``parallelism`` at a time, with the same asyncio
+    subprocess machinery (pidfd child watcher on 3.11) the worker uses."""
     gate = asyncio.Semaphore(parallelism)
 
     async def one() -> None:
@@ -168,6 +171,7 @@ def main() -> int:
         client.ensure_project("bench")
         run_chain(client, 20)  # warm-up: imports, connections, SQLite pages
         gaps = run_chain(client, args.chain)
+        use_pidfd_child_watcher()
         floor = asyncio.run(_spawn_floor(args.fanout, args.slots))
         throughput, peak_rss = run_fanout(client, args.fanout, pid)
     median = statistics.median(gaps)
