@@ -49,6 +49,12 @@ NAMING = {
 }
 
 
+# SQLite otherwise hands out max(id) + 1, reusing the ids of deleted rows (say, the newest
+# instances of a deleted workflow). Ids are remembered outside the database (a worker's
+# idempotent dispatch key is the task instance id and attempt), so they must never come back.
+_AUTOINCREMENT = {"sqlite_autoincrement": True}
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
     type_annotation_map: ClassVar[dict[Any, Any]] = {
@@ -59,6 +65,7 @@ class Base(DeclarativeBase):
 
 class Project(Base):
     __tablename__ = "projects"
+    __table_args__ = (_AUTOINCREMENT,)
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     name: Mapped[str] = mapped_column(String(NAME), unique=True)
     description: Mapped[str] = mapped_column(String(1024), default="")
@@ -70,7 +77,7 @@ class Workflow(Base):
     """The head of a versioned workflow definition; its id is the workflow's stable code."""
 
     __tablename__ = "workflows"
-    __table_args__ = (UniqueConstraint("project_id", "name"),)
+    __table_args__ = (UniqueConstraint("project_id", "name"), _AUTOINCREMENT)
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id"))
     name: Mapped[str] = mapped_column(String(NAME))
@@ -82,7 +89,7 @@ class Workflow(Base):
 
 class WorkflowVersion(Base):
     __tablename__ = "workflow_versions"
-    __table_args__ = (UniqueConstraint("workflow_id", "version"),)
+    __table_args__ = (UniqueConstraint("workflow_id", "version"), _AUTOINCREMENT)
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     workflow_id: Mapped[int] = mapped_column(ForeignKey("workflows.id", ondelete="CASCADE"))
     version: Mapped[int] = mapped_column(Integer)
@@ -95,7 +102,7 @@ class TaskDefinition(Base):
     """One task of one workflow version; ``spec`` holds its settings, edges live in task_edges."""
 
     __tablename__ = "task_definitions"
-    __table_args__ = (UniqueConstraint("workflow_id", "version", "name"),)
+    __table_args__ = (UniqueConstraint("workflow_id", "version", "name"), _AUTOINCREMENT)
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     workflow_id: Mapped[int] = mapped_column(ForeignKey("workflows.id", ondelete="CASCADE"))
     version: Mapped[int] = mapped_column(Integer)
@@ -107,7 +114,10 @@ class TaskDefinition(Base):
 
 class TaskEdge(Base):
     __tablename__ = "task_edges"
-    __table_args__ = (UniqueConstraint("workflow_id", "version", "upstream", "downstream"),)
+    __table_args__ = (
+        UniqueConstraint("workflow_id", "version", "upstream", "downstream"),
+        _AUTOINCREMENT,
+    )
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     workflow_id: Mapped[int] = mapped_column(ForeignKey("workflows.id", ondelete="CASCADE"))
     version: Mapped[int] = mapped_column(Integer)
@@ -121,6 +131,7 @@ class WorkflowInstance(Base):
         Index("ix_workflow_instances_state", "state"),
         Index("ix_workflow_instances_workflow", "workflow_id", "id"),
         Index("ix_workflow_instances_owner", "host", "epoch"),
+        _AUTOINCREMENT,
     )
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id"))
@@ -144,7 +155,7 @@ class Command(Base):
     """A pending request for a master to (re)start driving an instance. Claimed by deleting it."""
 
     __tablename__ = "commands"
-    __table_args__ = (Index("ix_commands_priority", "priority_rank", "id"),)
+    __table_args__ = (Index("ix_commands_priority", "priority_rank", "id"), _AUTOINCREMENT)
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     type: Mapped[str] = mapped_column(String(STATE))
     workflow_instance_id: Mapped[int] = mapped_column(
@@ -161,6 +172,7 @@ class TaskInstance(Base):
         UniqueConstraint("workflow_instance_id", "task_name", "attempt"),
         Index("ix_task_instances_instance_valid", "workflow_instance_id", "valid"),
         Index("ix_task_instances_worker", "host", "worker_epoch", "state"),
+        _AUTOINCREMENT,
     )
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     workflow_instance_id: Mapped[int] = mapped_column(
@@ -189,7 +201,10 @@ class InstanceEvent(Base):
     """Append-only log of every state transition; ``sequence`` is the watch cursor."""
 
     __tablename__ = "instance_events"
-    __table_args__ = (Index("ix_instance_events_instance", "workflow_instance_id", "sequence"),)
+    __table_args__ = (
+        Index("ix_instance_events_instance", "workflow_instance_id", "sequence"),
+        _AUTOINCREMENT,
+    )
     sequence: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     workflow_instance_id: Mapped[int] = mapped_column(
         ForeignKey("workflow_instances.id", ondelete="CASCADE")
@@ -207,6 +222,7 @@ class Server(Base):
     """One row per server incarnation; the auto-increment id is the incarnation's epoch."""
 
     __tablename__ = "servers"
+    __table_args__ = (_AUTOINCREMENT,)
     epoch: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     role: Mapped[str] = mapped_column(String(STATE))
     address: Mapped[str] = mapped_column(String(ADDRESS))

@@ -345,6 +345,50 @@ async def test_deleting_a_workflow_removes_its_versions_and_finished_instances(
     assert (await read(db, lambda c: instances.get_instance(c, kept_instance))).workflow == "kept"
 
 
+async def test_ids_of_deleted_rows_are_never_handed_out_again(db: Database) -> None:
+    # Workers remember task instance ids (their dispatch dedup key): a reused id would make a new
+    # attempt look like one they already ran. SQLite needs AUTOINCREMENT for this guarantee.
+    doomed = await make_workflow(db, workflow_spec(name="doomed"))
+    old_instance = await make_instance(db, doomed)
+
+    async def one_attempt(conn: Conn, instance_id: int) -> int:
+        (ti,) = await task_instances.create_attempts(
+            conn,
+            instance_id,
+            [
+                NewAttempt(
+                    task_name="extract",
+                    attempt=1,
+                    retry_times=0,
+                    state=TaskState.SUBMITTED,
+                    priority=Priority.MEDIUM,
+                    worker_group="",
+                )
+            ],
+            NOW,
+        )
+        await instances.delete_commands(conn, instance_id)
+        await instances.set_state(
+            conn,
+            instance_id,
+            epoch=None,
+            expected=[WorkflowState.SUBMITTED],
+            state=WorkflowState.STOPPED,
+        )
+        return ti
+
+    old_ti = await write(db, lambda c: one_attempt(c, old_instance))
+    await write(db, lambda c: definitions.delete_workflow(c, "proj", "doomed"))
+
+    fresh = await make_workflow(db, workflow_spec(name="fresh"))
+    new_instance = await make_instance(db, fresh)
+    new_ti = await write(db, lambda c: one_attempt(c, new_instance))
+
+    assert fresh.id > doomed.id
+    assert new_instance > old_instance
+    assert new_ti > old_ti
+
+
 async def _edit(db: Database, spec: WorkflowSpec, barrier: asyncio.Barrier) -> WorkflowRecord:
     async with db.transaction() as conn:
         await definitions.get_workflow(conn, "proj", "wf")

@@ -35,6 +35,7 @@ def upgrade() -> None:
         sa.Column("update_time", dsched.server.store.types.UtcDateTime(), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_projects")),
         sa.UniqueConstraint("name", name=op.f("uq_projects_name")),
+        sqlite_autoincrement=True,
     )
     op.create_table(
         "request_log",
@@ -62,6 +63,7 @@ def upgrade() -> None:
         sa.Column("address", sa.String(length=255), nullable=False),
         sa.Column("start_time", dsched.server.store.types.UtcDateTime(), nullable=False),
         sa.PrimaryKeyConstraint("epoch", name=op.f("pk_servers")),
+        sqlite_autoincrement=True,
     )
     op.create_table(
         "workflows",
@@ -84,6 +86,7 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_workflows")),
         sa.UniqueConstraint("project_id", "name", name=op.f("uq_workflows_project_id")),
+        sqlite_autoincrement=True,
     )
     op.create_table(
         "task_definitions",
@@ -111,6 +114,7 @@ def upgrade() -> None:
         sa.UniqueConstraint(
             "workflow_id", "version", "name", name=op.f("uq_task_definitions_workflow_id")
         ),
+        sqlite_autoincrement=True,
     )
     op.create_table(
         "task_edges",
@@ -140,6 +144,7 @@ def upgrade() -> None:
             "downstream",
             name=op.f("uq_task_edges_workflow_id"),
         ),
+        sqlite_autoincrement=True,
     )
     op.create_table(
         "workflow_instances",
@@ -177,6 +182,7 @@ def upgrade() -> None:
             name=op.f("fk_workflow_instances_workflow_id_workflows"),
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_workflow_instances")),
+        sqlite_autoincrement=True,
     )
     with op.batch_alter_table("workflow_instances", schema=None) as batch_op:
         batch_op.create_index("ix_workflow_instances_owner", ["host", "epoch"], unique=False)
@@ -208,6 +214,7 @@ def upgrade() -> None:
         sa.UniqueConstraint(
             "workflow_id", "version", name=op.f("uq_workflow_versions_workflow_id")
         ),
+        sqlite_autoincrement=True,
     )
     op.create_table(
         "commands",
@@ -234,6 +241,7 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_commands")),
         sa.UniqueConstraint("workflow_instance_id", name=op.f("uq_commands_workflow_instance_id")),
+        sqlite_autoincrement=True,
     )
     with op.batch_alter_table("commands", schema=None) as batch_op:
         batch_op.create_index("ix_commands_priority", ["priority_rank", "id"], unique=False)
@@ -265,6 +273,7 @@ def upgrade() -> None:
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("sequence", name=op.f("pk_instance_events")),
+        sqlite_autoincrement=True,
     )
     with op.batch_alter_table("instance_events", schema=None) as batch_op:
         batch_op.create_index(
@@ -314,6 +323,7 @@ def upgrade() -> None:
             "attempt",
             name=op.f("uq_task_instances_workflow_instance_id"),
         ),
+        sqlite_autoincrement=True,
     )
     with op.batch_alter_table("task_instances", schema=None) as batch_op:
         batch_op.create_index(
