@@ -1,0 +1,57 @@
+"""SIGTERM while tasks run: the standalone shuts down gracefully and exits 0 in bounded time.
+
+The worker gives running tasks a grace period (30 s) to finish, then kills their process groups;
+a task that ends within the grace period completes normally, one that does not is killed, and in
+both cases nothing is left running after the process exited.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dsched import Client, Shell, TaskState, Workflow
+from tests.e2e.conftest import (
+    Ledger,
+    assert_all_gone,
+    read_pids,
+    spawner,
+    start_standalone,
+    wait_for_task,
+)
+
+STOP_GRACE_S = 30.0  # WorkerOptions.stop_grace
+BOUND_S = STOP_GRACE_S + 15  # grace + kill grace (5 s) + event flush (5 s) + slack
+
+
+def test_sigterm_lets_a_short_task_finish(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "ledger")
+    server = start_standalone(tmp_path / "data")
+    with Client.connect(server.address) as client:
+        with Workflow("short", project="e2e-sigterm") as wf:
+            Shell("short", f"touch {tmp_path}/started; sleep 2; {ledger.append()}")
+        run = wf.run(client=client, wait=False)
+        wait_for_task(client, run.id, "short", TaskState.RUNNING)
+    took = server.assert_clean_stop()
+    print(f"\nSIGTERM to exit with a 2 s task running: {took:.1f}s")
+    assert [(e.task, e.attempt) for e in ledger.entries()] == [("short", 1)]
+    assert took < 15, f"shutdown took {took:.1f}s for a task of 2 s"
+    assert "dsched standalone: shutting down" in server.output()
+
+
+@pytest.mark.timeout(120)
+def test_sigterm_with_a_long_task_exits_within_the_grace_period(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pids"
+    server = start_standalone(tmp_path / "data")
+    with Client.connect(server.address) as client:
+        with Workflow("long", project="e2e-sigterm") as wf:
+            Shell("long", spawner(pid_file))
+        run = wf.run(client=client, wait=False)
+        wait_for_task(client, run.id, "long", TaskState.RUNNING)
+        pids = read_pids(pid_file, count=4)
+    took = server.assert_clean_stop()
+    print(f"\nSIGTERM to exit with a 1000 s task running: {took:.1f}s")
+    assert took < BOUND_S
+    # The task did not outlive its worker.
+    assert_all_gone(pids, pgid=pids[-1], timeout=10)
