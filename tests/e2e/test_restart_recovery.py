@@ -23,6 +23,7 @@ from tests.e2e.conftest import (
     by_task,
     events_of,
     eventually,
+    server_errors,
     start_standalone,
     wait_for_task,
 )
@@ -74,6 +75,7 @@ def test_sigkill_mid_run_then_restart_recovers_the_instance(tmp_path: Path) -> N
     finally:
         stop_took = second.assert_clean_stop()
     assert stop_took < 30
+    assert not server_errors(second.output()), second.output()[-4000:]
 
     assert final.state is WorkflowState.SUCCEEDED, final.state_reason
     assert new_epoch > old_epoch and final.epoch == new_epoch

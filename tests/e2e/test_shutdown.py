@@ -16,6 +16,7 @@ from tests.e2e.conftest import (
     Ledger,
     assert_all_gone,
     read_pids,
+    server_errors,
     spawner,
     start_standalone,
     wait_for_task,
@@ -38,6 +39,7 @@ def test_sigterm_lets_a_short_task_finish(tmp_path: Path) -> None:
     assert [(e.task, e.attempt) for e in ledger.entries()] == [("short", 1)]
     assert took < 15, f"shutdown took {took:.1f}s for a task of 2 s"
     assert "dsched standalone: shutting down" in server.output()
+    assert not server_errors(server.output()), server.output()[-4000:]
 
 
 @pytest.mark.timeout(120)
@@ -53,5 +55,6 @@ def test_sigterm_with_a_long_task_exits_within_the_grace_period(tmp_path: Path) 
     took = server.assert_clean_stop()
     print(f"\nSIGTERM to exit with a 1000 s task running: {took:.1f}s")
     assert took < BOUND_S
+    assert not server_errors(server.output()), server.output()[-4000:]
     # The task did not outlive its worker.
     assert_all_gone(pids, pgid=pids[-1], timeout=10)
