@@ -50,8 +50,6 @@ pb = master_service_pb2
 res = resources_pb2
 enums = enums_pb2
 
-WS = enums_pb2.WorkflowInstanceState
-TS = enums_pb2.TaskInstanceState
 SUCCEEDED = enums_pb2.WORKFLOW_INSTANCE_STATE_SUCCEEDED
 FAILED = enums_pb2.WORKFLOW_INSTANCE_STATE_FAILED
 TERMINAL = frozenset(

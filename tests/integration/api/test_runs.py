@@ -13,7 +13,6 @@ from google.protobuf import timestamp_pb2
 from tests.integration.api.conftest import (
     FAILED,
     SUCCEEDED,
-    TS,
     Cluster,
     Gate,
     assert_status,
@@ -61,11 +60,7 @@ async def test_start_runs_a_shell_dag_to_success(cluster: Cluster) -> None:
     seen = await run_to_end(cluster, started.id)
     assert seen.events[-1].workflow_state == SUCCEEDED
     # d ran last: it waits for both of its upstream tasks.
-    finished = [
-        e.task_name
-        for e in seen.events
-        if e.task_state == TS.Value("TASK_INSTANCE_STATE_SUCCEEDED")
-    ]
+    finished = [e.task_name for e in seen.events if e.task_state == T.TASK_INSTANCE_STATE_SUCCEEDED]
     assert sorted(finished) == ["a", "b", "c", "d"]
     assert finished[0] == "a" and finished[-1] == "d"
 
