@@ -427,6 +427,8 @@ class InstanceRunner:
         return self.execution.task_state(track.task, action.state, b.now)
 
     async def _finish(self, b: _Batch, action: ex.Finish) -> None:
+        # A READY_PAUSE/READY_STOP recorded earlier in this batch must not overwrite the end state.
+        b.instance_values.pop("state", None)
         await instance_repo.set_state(
             b.conn,
             self.id,

@@ -8,14 +8,16 @@ internals to the caller.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeAlias
 
 import grpc
+from google.protobuf.message import DecodeError
 from grpc import aio
 
-from dsched.errors import DschedError, Internal
+from dsched.errors import DschedError, Internal, InvalidArgument
 from dsched.server.rpc.status import to_grpc_status
 
 log = logging.getLogger(__name__)
@@ -53,30 +55,62 @@ class ErrorInterceptor(aio.ServerInterceptor):
         return handler  # stream-unary: dsched has none
 
 
+def _decoder(handler: Handler) -> Callable[[bytes], Any]:
+    """The handler's request deserializer, raising InvalidArgument for undecodable bytes.
+
+    Requests are decoded inside the wrapped handler rather than by grpcio, so a malformed message
+    is answered like any other bad input (INVALID_ARGUMENT with ErrorInfo), not grpcio's UNKNOWN.
+    """
+    decode = handler.request_deserializer or (lambda raw: raw)
+
+    def run(raw: bytes) -> Any:
+        try:
+            return decode(raw)
+        except (DecodeError, UnicodeDecodeError) as exc:
+            raise InvalidArgument(
+                f"the request is not a valid protobuf message: {exc}", reason="MALFORMED_REQUEST"
+            ) from exc
+
+    return run
+
+
 def _wrap_unary(handler: Handler, method: str) -> Handler:
     inner: Any = handler.unary_unary
+    decode = _decoder(handler)
 
-    async def call(request: Any, context: aio.ServicerContext[Any, Any]) -> Any:
+    async def call(raw: bytes, context: aio.ServicerContext[Any, Any]) -> Any:
         try:
-            return await inner(request, context)
+            return await inner(decode(raw), context)
         except aio.AbortError:
             raise
         except Exception as exc:  # the one catch-all: every error is mapped to a status here
             await _abort(context, method, exc)
 
     return grpc.unary_unary_rpc_method_handler(
-        call,
-        request_deserializer=handler.request_deserializer,
-        response_serializer=handler.response_serializer,
+        call, response_serializer=handler.response_serializer
     )
 
 
 def _wrap_unary_stream(handler: Handler, method: str) -> Handler:
     inner: Any = handler.unary_stream
+    decode = _decoder(handler)
+    if not inspect.isasyncgenfunction(inner):
+        # A coroutine that answers with context.write() (grpc_health's Watch does): await it.
+        async def write_call(raw: bytes, context: aio.ServicerContext[Any, Any]) -> None:
+            try:
+                await inner(decode(raw), context)
+            except aio.AbortError:
+                raise
+            except Exception as exc:  # mapped to a status, see module docstring
+                await _abort(context, method, exc)
 
-    async def call(request: Any, context: aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
+        return grpc.unary_stream_rpc_method_handler(
+            write_call, response_serializer=handler.response_serializer
+        )
+
+    async def call(raw: bytes, context: aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
         try:
-            async for item in inner(request, context):
+            async for item in inner(decode(raw), context):
                 yield item
         except aio.AbortError:
             raise
@@ -84,18 +118,21 @@ def _wrap_unary_stream(handler: Handler, method: str) -> Handler:
             await _abort(context, method, exc)
 
     return grpc.unary_stream_rpc_method_handler(
-        call,
-        request_deserializer=handler.request_deserializer,
-        response_serializer=handler.response_serializer,
+        call, response_serializer=handler.response_serializer
     )
 
 
 def _wrap_stream_stream(handler: Handler, method: str) -> Handler:
     inner: Any = handler.stream_stream
+    decode = _decoder(handler)
+
+    async def decoded(raw_requests: AsyncIterator[bytes]) -> AsyncIterator[Any]:
+        async for raw in raw_requests:
+            yield decode(raw)
 
     async def call(requests: Any, context: aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
         try:
-            async for item in inner(requests, context):
+            async for item in inner(decoded(requests), context):
                 yield item
         except aio.AbortError:
             raise
@@ -103,7 +140,5 @@ def _wrap_stream_stream(handler: Handler, method: str) -> Handler:
             await _abort(context, method, exc)
 
     return grpc.stream_stream_rpc_method_handler(
-        call,
-        request_deserializer=handler.request_deserializer,
-        response_serializer=handler.response_serializer,
+        call, response_serializer=handler.response_serializer
     )

@@ -70,10 +70,10 @@ async def get_project(conn: Conn, name: str) -> ProjectRecord:
 
 async def list_projects(conn: Conn, size: int, token: str) -> Page[ProjectRecord]:
     limit = paging.page_size(size)
-    after = paging.decode(token)
+    after = paging.decode_str(token)
     query = select(P).order_by(P.c.name).limit(limit + 1)
     if after is not None:
-        query = query.where(P.c.name > str(after))
+        query = query.where(P.c.name > after)
     rows = (await conn.execute(query)).all()
     items = tuple(_project(r) for r in rows[:limit])
     nxt = paging.encode(items[-1].name) if len(rows) > limit else ""
@@ -261,10 +261,10 @@ async def get_workflow_by_code(conn: Conn, code: int, version: int = 0) -> Workf
 async def list_workflows(conn: Conn, project: str, size: int, token: str) -> Page[WorkflowRecord]:
     proj = await get_project(conn, project)
     limit = paging.page_size(size)
-    after = paging.decode(token)
+    after = paging.decode_str(token)
     query = select(W.c.id, W.c.name).where(W.c.project_id == proj.id).order_by(W.c.name)
     if after is not None:
-        query = query.where(W.c.name > str(after))
+        query = query.where(W.c.name > after)
     rows = (await conn.execute(query.limit(limit + 1))).all()
     items = tuple([await get_workflow_by_code(conn, r.id) for r in rows[:limit]])
     nxt = paging.encode(items[-1].spec.name) if len(rows) > limit else ""
@@ -276,7 +276,7 @@ async def list_versions(
 ) -> Page[WorkflowVersionRecord]:
     code = (await _head(conn, project, name))._mapping["id"]
     limit = paging.page_size(size)
-    after = paging.decode(token)
+    after = paging.decode_int(token)
     counts = (
         select(TD.c.version, func.count().label("n"))
         .where(TD.c.workflow_id == code)
@@ -291,7 +291,7 @@ async def list_versions(
         .limit(limit + 1)
     )
     if after is not None:
-        query = query.where(V.c.version < int(after))
+        query = query.where(V.c.version < after)
     rows = (await conn.execute(query)).all()
     items = tuple(
         WorkflowVersionRecord(

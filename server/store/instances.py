@@ -165,7 +165,7 @@ async def list_instances(
     token: str,
 ) -> Page[InstanceRecord]:
     limit = paging.page_size(size)
-    after = paging.decode(token)
+    after = paging.decode_int(token)
     query = _SELECT.order_by(WI.c.id.desc()).limit(limit + 1)
     if project:
         query = query.where(P.c.name == project)
@@ -177,7 +177,7 @@ async def list_instances(
     if submitted_after is not None:
         query = query.where(WI.c.submit_time >= submitted_after)
     if after is not None:
-        query = query.where(WI.c.id < int(after))
+        query = query.where(WI.c.id < after)
     rows = (await conn.execute(query)).all()
     items = tuple(_record(r) for r in rows[:limit])
     return Page(items=items, next_token=paging.encode(items[-1].id) if len(rows) > limit else "")

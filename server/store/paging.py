@@ -34,7 +34,27 @@ def decode(token: str) -> Any:
     try:
         return json.loads(base64.urlsafe_b64decode(token.encode()))["k"]
     except (ValueError, KeyError, TypeError, binascii.Error) as exc:
-        raise InvalidArgument(
-            "malformed page_token",
-            violations=[FieldViolation("page_token", "not a token returned by this server")],
-        ) from exc
+        raise _malformed() from exc
+
+
+def decode_int(token: str) -> int | None:
+    """The integer key in ``token`` (None for an empty token); a forged key is InvalidArgument."""
+    key = decode(token)
+    if key is not None and (not isinstance(key, int) or isinstance(key, bool)):
+        raise _malformed()
+    return key
+
+
+def decode_str(token: str) -> str | None:
+    """The string key in ``token`` (None for an empty token); a forged key is InvalidArgument."""
+    key = decode(token)
+    if key is not None and not isinstance(key, str):
+        raise _malformed()
+    return key
+
+
+def _malformed() -> InvalidArgument:
+    return InvalidArgument(
+        "malformed page_token",
+        violations=[FieldViolation("page_token", "not a token returned by this server")],
+    )

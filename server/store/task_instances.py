@@ -215,12 +215,12 @@ async def list_for_instance(
     conn: Conn, instance_id: int, *, include_superseded: bool, size: int, token: str
 ) -> Page[TaskInstanceRecord]:
     limit = paging.page_size(size)
-    after = paging.decode(token)
+    after = paging.decode_int(token)
     query = select(TI).where(TI.c.workflow_instance_id == instance_id)
     if not include_superseded:
         query = query.where(TI.c.valid.is_(True))
     if after is not None:
-        query = query.where(TI.c.id > int(after))
+        query = query.where(TI.c.id > after)
     rows = (await conn.execute(query.order_by(TI.c.id).limit(limit + 1))).all()
     items = tuple(record(r) for r in rows[:limit])
     return Page(items=items, next_token=paging.encode(items[-1].id) if len(rows) > limit else "")

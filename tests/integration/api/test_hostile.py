@@ -1167,11 +1167,6 @@ FORGED: list[tuple[str, Call]] = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="store bug (reported): a page token that decodes but carries a key of the wrong type "
-    "reaches int() in server/store and is answered INTERNAL, not INVALID_ARGUMENT on page_token",
-)
 @pytest.mark.parametrize("call", [pytest.param(c, id=name) for name, c in FORGED])
 async def test_forged_page_token_is_invalid_argument(
     cluster: Cluster, seed: Seed, call: Call
@@ -1212,12 +1207,6 @@ async def test_undecodable_request_bytes_change_nothing(
     await still_serves(cluster)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server/rpc gap (reported): a request that fails to deserialize is answered by grpcio "
-    "itself with UNKNOWN 'Unexpected <class DecodeError>: ...' and no google.rpc.Status, not "
-    "INVALID_ARGUMENT with ErrorInfo (the ErrorInterceptor wraps handlers, not deserializers)",
-)
 @pytest.mark.parametrize("data", UNDECODABLE[:1])
 async def test_undecodable_request_bytes_are_invalid_argument(
     cluster: Cluster, data: bytes

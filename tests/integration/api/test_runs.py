@@ -438,13 +438,6 @@ async def test_delete_workflow_with_a_running_instance_is_refused(
     assert_status(gone, grpc.StatusCode.NOT_FOUND, "NOT_FOUND")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug (reported): when pause/stop finishes the instance in the same batch "
-    "(nothing reached a worker), InstanceRunner._on_control's instance_values['state'] "
-    "(READY_PAUSE/READY_STOP) is flushed after _finish wrote PAUSED/STOPPED, so the row stays "
-    "READY_* forever while the event log says PAUSED/STOPPED",
-)
 @pytest.mark.parametrize(
     ("control", "final"),
     [

@@ -35,14 +35,6 @@ async def test_health_check_is_serving(cluster: Cluster, service: str) -> None:
     assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server/rpc bug (reported): ErrorInterceptor._wrap_unary_stream iterates the handler "
-    "with `async for`, but grpc_health's aio HealthServicer.Watch is a coroutine that writes with "
-    "context.write(), so Watch answers INTERNAL",
-)
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-@pytest.mark.filterwarnings("ignore:coroutine 'HealthServicer.Watch' was never awaited")
 async def test_health_watch_reports_serving(cluster: Cluster) -> None:
     stub = health_pb2_grpc.HealthStub(cluster.channel)
     call = stub.Watch(health_pb2.HealthCheckRequest(service="dsched.v1.MasterService"))
