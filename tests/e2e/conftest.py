@@ -378,6 +378,13 @@ def read_pids(path: Path, *, count: int, timeout: float = 10.0) -> list[int]:
     return pids
 
 
+def wait_for_file_sh(path: Path, seconds: int = 60) -> str:
+    """Shell lines that wait (bounded) for ``path`` to exist, and fail if it never does: lets a
+    test sequence a task against its own steps without assuming how long anything takes."""
+    loops = seconds * 20
+    return f"for _ in $(seq {loops}); do [ -e {path} ] && break; sleep 0.05; done\n[ -e {path} ]\n"
+
+
 SPAWNER = """
 sleep 1000 & echo $! >> {pids}.tmp
 sleep 1000 & echo $! >> {pids}.tmp

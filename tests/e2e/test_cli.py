@@ -21,15 +21,24 @@ from tests.e2e.conftest import (
     cli,
     parse_table,
     wait_done,
+    wait_for_file_sh,
     wait_for_task,
 )
 
 TICKS = 5
 
 
-def test_logs_and_logs_follow(server: Standalone, client: Client, project: str) -> None:
+def test_logs_and_logs_follow(
+    server: Standalone, client: Client, project: str, tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+    # One tick, then the task waits for the test: the first line is seen while it surely runs.
+    ticker = (
+        f'echo "tick 1"\n{wait_for_file_sh(release)}'
+        f'for i in $(seq 2 {TICKS}); do echo "tick $i"; sleep 0.2; done\n'
+    )
     with Workflow("ticker", project=project) as wf:
-        Shell("ticker", f'for i in $(seq {TICKS}); do echo "tick $i"; sleep 0.4; done')
+        Shell("ticker", ticker)
     run = wf.run(client=client, wait=False)
     running = wait_for_task(client, run.id, "ticker", TaskState.RUNNING)
     ti = running.task_instance_id
@@ -61,6 +70,7 @@ def test_logs_and_logs_follow(server: Standalone, client: Client, project: str) 
             assert line is not None, f"logs -f ended before the first tick: {seen}"
             seen.append(line)
         assert client.get_task_instance(ti).state is TaskState.RUNNING
+        release.touch()
         code = follow.wait(timeout=30)
         after = client.get_task_instance(ti)
     finally:

@@ -33,6 +33,7 @@ from tests.e2e.conftest import (
     instance_id_from_run,
     parse_table,
     wait_done,
+    wait_for_file_sh,
     wait_for_task,
 )
 
@@ -63,25 +64,34 @@ def _diamond(project: str, name: str, ledger: Ledger, b_script: str = "") -> Wor
 def test_pause_then_resume_via_cli(
     server: Standalone, client: Client, project: str, tmp_path: Path
 ) -> None:
+    """Pause while ``a`` runs and ``d`` waits out its delay: ``a`` is not interrupted, ``d`` is
+    paused without running, ``b`` (after ``a``) is not started; resume runs ``b`` and a new
+    attempt of ``d``. Files sequence it: ``a`` runs until the test releases it, and ``d`` becomes
+    ready (its delay starts) only once ``a`` is running, so no timing is assumed."""
     ledger = Ledger(tmp_path / "ledger")
+    running, release = tmp_path / "a-running", tmp_path / "release-a"
     with Workflow("pausable", project=project) as wf:
-        Shell("a", f"sleep 2\n{ledger.append()}") >> Shell("b", ledger.append())
-        # Waits out its delay when the pause comes: it is paused without ever running.
-        Shell("d", ledger.append(), delay=3)
+        a = Shell("a", f"touch {running}\n{wait_for_file_sh(release)}{ledger.append()}")
+        a >> Shell("b", ledger.append())
+        gate = Shell("gate", wait_for_file_sh(running))
+        gate >> Shell("d", ledger.append(), delay=5)
     wf.submit(client)
     started = cli(server, "run", "pausable", "--project", project)
     assert started.returncode == 0, started.stderr
     instance_id = instance_id_from_run(started.stdout)
-    wait_for_task(client, instance_id, "a", TaskState.RUNNING)
+    wait_for_task(client, instance_id, "d", TaskState.DELAY_EXECUTION)
 
     paused_at = _now()
-    _control(server, "pause", instance_id, "READY_PAUSE", "PAUSED")
+    _control(server, "pause", instance_id, "READY_PAUSE")
+    wait_for_task(client, instance_id, "d", TaskState.PAUSED)
+    assert client.get_instance(instance_id).state is WorkflowState.READY_PAUSE
+    release.touch()  # a may finish now
     paused = wait_done(client, instance_id, timeout=30)
     assert paused.state is WorkflowState.PAUSED
     tasks = by_task(client, instance_id)
-    [a] = tasks["a"]
-    assert a.state is TaskState.SUCCEEDED, "the running task is not interrupted by a pause"
-    assert a.end_time is not None and a.end_time > paused_at
+    [first_a] = tasks["a"]
+    assert first_a.state is TaskState.SUCCEEDED, "the running task is not interrupted by a pause"
+    assert first_a.end_time is not None and first_a.end_time > paused_at
     assert "b" not in tasks, "nothing new starts once a pause was asked for"
     [d] = tasks["d"]
     assert d.state is TaskState.PAUSED and d.start_time is None
@@ -93,7 +103,8 @@ def test_pause_then_resume_via_cli(
     assert final.state is WorkflowState.SUCCEEDED
     assert final.command_type is CommandType.RESUME
     tasks = by_task(client, instance_id)
-    assert [t.id for t in tasks["a"]] == [a.id], "a finished before the pause: not run again"
+    assert [t.id for t in tasks["a"]] == [first_a.id], "a finished in the pause: not run again"
+    assert [t.id for t in tasks["gate"]] == [tasks["gate"][0].id]
     [b] = tasks["b"]
     assert b.state is TaskState.SUCCEEDED
     assert b.start_time is not None and b.start_time > resumed_at

@@ -25,6 +25,7 @@ from tests.e2e.conftest import (
     eventually,
     server_errors,
     start_standalone,
+    wait_for_file_sh,
     wait_for_task,
 )
 
@@ -35,11 +36,14 @@ DOWNSTREAM = ("d0", "d1", "d2", "d3")
 def test_sigkill_mid_run_then_restart_recovers_the_instance(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     ledger = Ledger(tmp_path / "ledger")
-    long_pids = tmp_path / "long-pids"
+    long_pids, release = tmp_path / "long-pids", tmp_path / "release"
     with Workflow("crash", project="e2e-restart") as wf:
         pre = Shell("pre", ledger.append())
         side = Shell("side", ledger.append())  # independent, done before the crash
-        long = Shell("long", f"echo $$ >> {long_pids}\nsleep 3\n{ledger.append()}")
+        # Runs until the test releases it (after the crash): long enough, whatever the machine.
+        long = Shell(
+            "long", f"echo $$ >> {long_pids}\n{wait_for_file_sh(release)}{ledger.append()}"
+        )
         pre >> long >> [Shell(name, ledger.append()) for name in DOWNSTREAM]
         side >> long
 
@@ -61,6 +65,7 @@ def test_sigkill_mid_run_then_restart_recovers_the_instance(tmp_path: Path) -> N
     crashed_at = time.monotonic()
     second = start_standalone(data_dir, port=first.port)
     up_at = time.monotonic()
+    release.touch()  # the new attempt of `long` (and the orphaned old one) may finish now
     try:
         with Client.connect(second.address) as client:
             new_epoch = client.server_info().epoch
