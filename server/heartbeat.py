@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import threading
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -135,13 +137,33 @@ async def sample_host(data_dir: Path) -> HostSample:
     return await asyncio.to_thread(_sample_blocking, data_dir)
 
 
+# psutil.cpu_percent(interval=None) measures since the previous call *in this process*. A standalone
+# master and worker both sample, milliseconds apart, so the second would measure a window of a few
+# milliseconds (reading 0 or 100 %, and an idle worker would call itself BUSY). Readings closer
+# together than this share one measurement instead.
+_CPU_SHARE_S = 0.25
+_cpu_lock = threading.Lock()
+_cpu_last: tuple[float, float] | None = None  # (monotonic time, usage)
+
+
+def _cpu_usage() -> float:
+    global _cpu_last
+    with _cpu_lock:
+        now = time.monotonic()
+        if _cpu_last is not None and now - _cpu_last[0] < _CPU_SHARE_S:
+            return _cpu_last[1]
+        usage = _fraction(psutil.cpu_percent(interval=None) / 100.0)
+        _cpu_last = (now, usage)
+        return usage
+
+
 def _sample_blocking(data_dir: Path) -> HostSample:
     probe = data_dir.absolute()
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     cpus = os.cpu_count() or 1
     return HostSample(
-        cpu_usage=_fraction(psutil.cpu_percent(interval=None) / 100.0),
+        cpu_usage=_cpu_usage(),
         memory_usage=_fraction(psutil.virtual_memory().percent / 100.0),
         load_average=max(0.0, psutil.getloadavg()[0] / cpus),
         disk_usage=_fraction(psutil.disk_usage(str(probe)).percent / 100.0),

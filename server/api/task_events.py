@@ -48,6 +48,10 @@ class TaskEventServicer(task_event_service_pb2_grpc.TaskEventServiceServicer):
                     break
                 acks = [ack_to_proto(event_id, await future) for event_id, future in entries]
                 yield pb.ReportTaskEventsResponse(acks=acks)
+        except asyncio.CancelledError:
+            # The worker hung up or this server is stopping: that ends the stream, it is not an
+            # error. Unacknowledged events stay in the worker's outbox and are sent again.
+            return
         finally:
             reader.cancel()
             await asyncio.gather(reader, return_exceptions=True)

@@ -12,8 +12,6 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
-
 from dsched import Client, ClusterMember, ServerRole, ServerStatus
 from tests.e2e.conftest import clean_env, start_standalone
 
@@ -45,12 +43,6 @@ def _observe(client: Client) -> list[tuple[ClusterMember, ClusterMember]]:
     return pairs
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: server/heartbeat.py sample_host uses psutil.cpu_percent(interval=None), whose "
-    "baseline is process-wide; in a standalone the worker samples milliseconds after the master "
-    "and reads 0 or 100 % CPU, so an idle worker reports BUSY and gets no work for an interval",
-)
 def test_master_and_worker_of_a_standalone_agree_on_the_host(tmp_path: Path) -> None:
     env = clean_env(DSCHED_HEARTBEAT_INTERVAL=str(INTERVAL_S))
     server = start_standalone(tmp_path / "data", env=env)
