@@ -78,6 +78,8 @@ class Track:
     worker_epoch: int
     submit_time: datetime
     job: DispatchJob | None = None
+    started: datetime | None = None  # worker clock, from the RUNNING event
+    warned: bool = False  # a TIMEOUT_WARNING was written
 
 
 @dataclass(slots=True)
@@ -288,7 +290,10 @@ class InstanceRunner:
             self.var_pool.update(event.out_params)
             b.instance_values["var_pool"] = dict(self.var_pool)
         if state is TaskState.RUNNING:
+            track.started = event.event_time
             self._arm_timeout_warning(b, track)
+        elif track.started is not None:
+            self._late_timeout_warning(b, track, event.event_time - track.started)
         b.effects.ack(msg, Ack(Decision.ACCEPTED))
         await self._apply(b, self.execution.task_state(track.task, state, b.now))
 
@@ -325,10 +330,24 @@ class InstanceRunner:
 
     def _on_timeout_warning(self, b: _Batch, ti_id: int) -> None:
         track = self.tracks.get(ti_id)
-        if track is not None and track.state is TaskState.RUNNING:
+        if track is not None and track.state is TaskState.RUNNING and not track.warned:
             timeout = self.dag.tasks[track.task].timeout
+            track.warned = True
             b.events.append(
                 self._event(track, None, "TIMEOUT_WARNING", f"running longer than {timeout}")
+            )
+
+    def _late_timeout_warning(self, b: _Batch, track: Track, ran: timedelta) -> None:
+        # With WARN_FAIL the worker's kill at the deadline can overtake the master's warning timer
+        # (armed only when the RUNNING event arrived): an attempt that ran past its timeout
+        # unwarned is warned now, as it ends.
+        task = self.dag.tasks[track.task]
+        if track.warned or not task.timeout_strategy.warns or task.timeout <= timedelta(0):
+            return
+        if ran >= task.timeout:
+            track.warned = True
+            b.events.append(
+                self._event(track, None, "TIMEOUT_WARNING", f"ran longer than {task.timeout}")
             )
 
     async def _on_take_over(self, b: _Batch, msg: TakeOverResult) -> None:
