@@ -95,6 +95,7 @@ class Master:
         self.services: EngineServices | None = None
         self.consumer: CommandConsumer | None = None
         self._serving: Serving | None = None
+        self._task_events: TaskEventServicer | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._registered = False
 
@@ -122,7 +123,10 @@ class Master:
             default_group=self.options.default_group,
             ready=_noop,
         )
-        self._serving = Serving(_services(ctx), f"{self.options.host}:{self.options.port}")
+        task_events = self._task_events = TaskEventServicer(ctx)
+        self._serving = Serving(
+            _services(ctx, task_events), f"{self.options.host}:{self.options.port}"
+        )
         port = await self._serving.start()
         self.address = ctx.address = f"{self.options.host}:{port}"
         async with self.db.transaction() as conn:
@@ -155,6 +159,10 @@ class Master:
             await self.consumer.stop()
         if self._serving is not None:
             await self._serving.health.enter_graceful_shutdown()
+        # End open streams (watches, worker event streams) before the server has to cancel them.
+        self.notifier.close()
+        if self._task_events is not None:
+            self._task_events.close()
         await self.runners.stop_all()
         if self.services is not None:
             await self.services.cancel_background()
@@ -221,7 +229,7 @@ async def _noop() -> None:
     return None
 
 
-def _services(ctx: MasterContext) -> list[Service]:
+def _services(ctx: MasterContext, task_events: TaskEventServicer) -> list[Service]:
     return [
         Service(
             master_service_pb2.DESCRIPTOR.services_by_name["MasterService"].full_name,
@@ -230,7 +238,7 @@ def _services(ctx: MasterContext) -> list[Service]:
         ),
         Service(
             task_event_service_pb2.DESCRIPTOR.services_by_name["TaskEventService"].full_name,
-            TaskEventServicer(ctx),
+            task_events,
             task_event_service_pb2_grpc.add_TaskEventServiceServicer_to_server,
         ),
         Service(

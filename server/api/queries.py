@@ -122,6 +122,8 @@ class QueriesApi:
                 # The terminal state and its events commit together, so nothing more is coming.
                 return
             fired = await self.ctx.notifier.wait(signal, PROGRESS_FRAME_INTERVAL_S)
+            if self.ctx.notifier.closed:
+                return  # the server is stopping; the client resumes from its cursor elsewhere
             if fired:
                 # Debounce: a busy instance commits hundreds of times a second; reading once per
                 # window sends the same events in fewer, larger frames and keeps watchers cheap.

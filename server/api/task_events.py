@@ -35,11 +35,19 @@ _WAITING = frozenset({WorkflowState.SUBMITTED, WorkflowState.FAILOVER})
 class TaskEventServicer(task_event_service_pb2_grpc.TaskEventServiceServicer):
     def __init__(self, ctx: MasterContext) -> None:
         self.ctx = ctx
+        self._streams: set[asyncio.Queue[Entries | None]] = set()
+
+    def close(self) -> None:
+        """Ends every open stream after what is already queued (called before the server stops,
+        so no stream has to be cancelled). Workers resend unacknowledged events elsewhere."""
+        for queue in self._streams:
+            queue.put_nowait(None)
 
     async def ReportTaskEvents(
         self, request_iterator: AsyncIterator[pb.ReportTaskEventsRequest], context: Any
     ) -> AsyncIterator[pb.ReportTaskEventsResponse]:
         queue: asyncio.Queue[Entries | None] = asyncio.Queue()
+        self._streams.add(queue)
         reader = asyncio.create_task(self._read(request_iterator, queue))
         try:
             while True:
@@ -53,6 +61,7 @@ class TaskEventServicer(task_event_service_pb2_grpc.TaskEventServiceServicer):
             # error. Unacknowledged events stay in the worker's outbox and are sent again.
             return
         finally:
+            self._streams.discard(queue)
             reader.cancel()
             await asyncio.gather(reader, return_exceptions=True)
 

@@ -15,13 +15,25 @@ COMMANDS = 0  # key of the command-queue signal (instance ids start at 1)
 class Notifier:
     def __init__(self) -> None:
         self._events: dict[int, asyncio.Event] = {}
-        self._waiters: dict[int, int] = {}
+        self.closed = False
+
+    def close(self) -> None:
+        """Shutdown: wakes every waiter for good, so streams can end before the server stops
+        (a stream the server has to cancel is logged by grpcio as an error)."""
+        self.closed = True
+        for event in self._events.values():
+            event.set()
+        self._events.clear()
 
     def signal(self, key: int) -> asyncio.Event:
-        """The event the next ``notify(key)`` sets."""
+        """The event the next ``notify(key)`` sets (already set once closed)."""
         event = self._events.get(key)
         if event is None:
-            event = self._events[key] = asyncio.Event()
+            event = asyncio.Event()
+            if self.closed:
+                event.set()
+            else:
+                self._events[key] = event
         return event
 
     def notify(self, key: int) -> None:
