@@ -19,7 +19,7 @@ from dsched.errors import DschedError
 from dsched.server.constants import WORKERS_PATH
 from dsched.server.coord.registry import Registry
 from dsched.server.core.ports import Clock
-from dsched.server.core.selection import Candidate, Selector, make_selector
+from dsched.server.core.selection import Candidate, Selector, make_selector, weight
 from dsched.server.heartbeat import HeartbeatInfo, ServerStatus, decode_heartbeat
 from dsched.server.rpc.serving import CHANNEL_OPTIONS
 from dsched.v1 import log_service_pb2_grpc, worker_service_pb2_grpc
@@ -117,6 +117,13 @@ class WorkerDirectory:
         by_address = {w.address: w for w in pool}
         chosen = selector.select([_candidate(w) for w in pool], self._clock.now())
         return by_address[chosen.address] if chosen is not None else None
+
+    def weight_of(self, worker: WorkerRef) -> float:
+        """``worker``'s effective selection weight now, as :meth:`pick` weighs it (1..100, lower
+        during warm-up); 0 when it is not NORMAL, because then it receives nothing."""
+        if worker.heartbeat.status is not ServerStatus.NORMAL:
+            return 0.0
+        return weight(_candidate(worker), self._clock.now(), self._warmup)
 
     def _channel(self, address: str) -> aio.Channel:
         channel = self._channels.get(address)
