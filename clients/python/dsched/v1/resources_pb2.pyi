@@ -269,13 +269,15 @@ class Heartbeat(_message.Message):
     def __init__(self, cpu_usage: _Optional[float] = ..., memory_usage: _Optional[float] = ..., load_average: _Optional[float] = ..., disk_usage: _Optional[float] = ..., slots_total: _Optional[int] = ..., slots_in_use: _Optional[int] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., report_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status: _Optional[_Union[_enums_pb2.ServerStatus, str]] = ..., epoch: _Optional[int] = ..., pid: _Optional[int] = ...) -> None: ...
 
 class ClusterMember(_message.Message):
-    __slots__ = ("role", "address", "group", "heartbeat")
+    __slots__ = ("role", "address", "group", "heartbeat", "weight")
     ROLE_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
     role: _enums_pb2.ServerRole
     address: str
     group: str
     heartbeat: Heartbeat
-    def __init__(self, role: _Optional[_Union[_enums_pb2.ServerRole, str]] = ..., address: _Optional[str] = ..., group: _Optional[str] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ...) -> None: ...
+    weight: float
+    def __init__(self, role: _Optional[_Union[_enums_pb2.ServerRole, str]] = ..., address: _Optional[str] = ..., group: _Optional[str] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., weight: _Optional[float] = ...) -> None: ...
