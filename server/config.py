@@ -82,8 +82,10 @@ class Settings:
     """Everything a dsched server is configured with. :func:`load_settings` builds and validates it;
     constructing it directly (tests) trusts the caller.
 
-    An empty ``db_url`` means the SQLite file ``<data_dir>/dsched.db``. ``db_url`` is kept out of
-    ``repr`` because it may hold a password: log :attr:`safe_db_url` instead.
+    An empty ``db_url`` means the SQLite file ``<data_dir>/dsched.db``. ``db_url`` and
+    ``registry_auth`` are kept out of ``repr`` because they may hold a password: log
+    :attr:`safe_db_url` instead. ``registry_session_timeout`` is the ZooKeeper session timeout in
+    seconds: how long a server may be out of touch before its members vanish and others take over.
     """
 
     role: Role = "standalone"
@@ -93,6 +95,8 @@ class Settings:
     worker_port: int = 0
     db_url: str = field(default="", repr=False)
     registry: str = EMBEDDED_REGISTRY
+    registry_session_timeout: float = 10.0
+    registry_auth: str = field(default="", repr=False)
     worker_group: str = DEFAULT_WORKER_GROUP
     worker_slots: int = field(default_factory=default_worker_slots)
     heartbeat_interval: float = HEARTBEAT_INTERVAL_S
@@ -136,6 +140,14 @@ class Settings:
         return parse_registry(self.registry)
 
     @property
+    def registry_credentials(self) -> tuple[str, str] | None:
+        """``(user, password)`` of ``registry_auth`` for ZooKeeper's digest ACLs, or None."""
+        if not self.registry_auth:
+            return None
+        user, _, password = self.registry_auth.partition(":")
+        return user, password
+
+    @property
     def safe_db_url(self) -> str:
         """``db_url`` with its password, if any, replaced by ``***``."""
         scheme, sep, rest = self.db_url.partition("://")
@@ -163,6 +175,9 @@ _OPTIONS = (
     _Option("worker_port", int, "--worker-port", ("standalone",), "embedded worker's port"),
     _Option("db_url", str, "--db", ("standalone", "master"), "database URL (default SQLite)"),
     _Option("registry", str, "--registry", help='"embedded" or ZooKeeper hosts[/chroot]'),
+    _Option("registry_session_timeout", float),
+    # A secret: file or environment only, never a flag (command lines are visible to every user).
+    _Option("registry_auth", str),
     _Option("worker_group", str, "--group", ("standalone", "worker"), "worker group"),
     _Option("worker_slots", int, "--slots", ("standalone", "worker"), "concurrent tasks"),
     _Option("heartbeat_interval", float),

@@ -175,6 +175,17 @@ def _check_db_url(value: object) -> object:
     return normalize_db_url(str(value))
 
 
+def _check_registry_auth(value: object) -> object:
+    # The value is a secret: messages describe it but never repeat it.
+    text = str(value)
+    user, colon, password = text.partition(":")
+    if text and not (colon and user and password):
+        raise ValueError("must be user:password (digest credentials), both parts non-empty")
+    if any(c.isspace() or not c.isprintable() for c in user):
+        raise ValueError("the user of user:password must not contain spaces or control characters")
+    return text
+
+
 def _check_registry(value: object) -> object:
     text = str(value)
     if text != EMBEDDED_REGISTRY:
@@ -194,6 +205,8 @@ _CHECKS: dict[str, Callable[[object], object]] = {
     "worker_port": _in_range(0, 65535),
     "db_url": _check_db_url,
     "registry": _check_registry,
+    "registry_session_timeout": _in_range(2, 60),
+    "registry_auth": _check_registry_auth,
     "worker_group": _check_group,
     "worker_slots": _in_range(1, math.inf),
     "heartbeat_interval": _in_range(0, 3600, open_low=True),

@@ -60,6 +60,8 @@ def test_master_and_worker_defaults() -> None:
     assert (master.port, worker.port) == (5678, 1234)
     assert master.registry == worker.registry == "127.0.0.1:2181/dsched"
     assert master.zookeeper == ("127.0.0.1:2181", "/dsched")
+    assert (master.registry_session_timeout, master.registry_auth) == (10.0, "")
+    assert master.registry_credentials is None
     with pytest.raises(ValueError):
         _ = load().zookeeper
 
@@ -153,8 +155,27 @@ def test_database_urls_are_normalised_to_async_drivers(given: str, normalised: s
     assert load(["--db", given]).db_url == normalised
 
 
+def test_registry_session_and_credentials(tmp_path: Path) -> None:
+    s = load(role="master", DSCHED_REGISTRY_SESSION_TIMEOUT="30", DSCHED_REGISTRY_AUTH="ds:p:w")
+    assert s.registry_session_timeout == 30.0
+    assert s.registry_credentials == ("ds", "p:w")  # the user ends at the first colon
+    config = write(tmp_path / "m.toml", 'registry_auth = "a:b"\nregistry_session_timeout = 2')
+    from_file = load(["--config", str(config)], role="worker")
+    assert (from_file.registry_credentials, from_file.registry_session_timeout) == (("a", "b"), 2.0)
+    # A secret never goes on a command line, where every user of the host can read it.
+    assert "argv" in violations(["--registry-auth", "a:b"], "master")
+    assert "--registry-auth" not in build_arg_parser("worker").format_help()
+
+
+@pytest.mark.parametrize("value", ["s3cret", ":s3cret", "s3cret:", "s3 cret:x", "s3cret\x07:x"])
+def test_malformed_registry_auth_is_rejected_without_echoing_it(value: str) -> None:
+    found = violations(None, "master", DSCHED_REGISTRY_AUTH=value)
+    assert "user:password" in found["DSCHED_REGISTRY_AUTH"]
+    assert "s3" not in found["DSCHED_REGISTRY_AUTH"]
+
+
 def test_passwords_stay_out_of_repr_and_logs() -> None:
-    s = load(["--db", "postgresql://app:s3cret@db/x"])
+    s = load(["--db", "postgresql://app:s3cret@db/x"], DSCHED_REGISTRY_AUTH="dsched:zk-s3cret")
     assert "s3cret" not in repr(s)
     assert s.safe_db_url == "postgresql+asyncpg://app:***@db/x"
     assert load(["--db", "postgresql://app@db/x"]).safe_db_url == "postgresql+asyncpg://app@db/x"
@@ -212,6 +233,9 @@ BAD_ENV = [
     ("DSCHED_PORT", "", "integer"),
     ("DSCHED_DB_URL", "mongodb://db", "unsupported"),
     ("DSCHED_WORKER_SLOTS", "many", "integer"),
+    ("DSCHED_REGISTRY_SESSION_TIMEOUT", "1.5", "at least 2"),
+    ("DSCHED_REGISTRY_SESSION_TIMEOUT", "61", "at most 60"),
+    ("DSCHED_REGISTRY_SESSION_TIMEOUT", "ten", "a number"),
 ]
 
 
