@@ -8,7 +8,12 @@ taken or a host usage is over its threshold (:func:`dsched.server.heartbeat.stat
 
 Connection states (see :mod:`dsched.server.coord.registry`):
 
-- SUSPENDED: new dispatches are refused until CONNECTED again; running tasks carry on.
+- SUSPENDED: new dispatches are refused until CONNECTED again; running tasks carry on. If the
+  connection is not back within ``fence_after`` seconds (half the session timeout), the agent fences
+  itself as for LOST without waiting to hear it: a paused or partitioned worker learns that its
+  session expired only when it reconnects, and by then masters may be re-running its tasks
+  elsewhere. If the session turns out to have survived, the worker still takes a new epoch, so the
+  masters fail over the attempts it killed instead of waiting for their results forever.
 - LOST: the session and its node are gone, and a master may already have failed this worker's tasks
   over. The agent fences at once (``on_lost``: kill every task, report nothing), waits for the
   registry to reconnect, then takes a *new* epoch and registers again (``on_epoch``). Dispatches are
@@ -64,6 +69,7 @@ class Agent:
         sampler: Sampler,
         thresholds: Thresholds,
         backoff: Backoff | None = None,
+        fence_after: float | None = None,
     ) -> None:
         self._registry = registry
         self.path = worker_node(group, address)
@@ -78,6 +84,8 @@ class Agent:
         self._thresholds = thresholds
         self._last_sample = IDLE_SAMPLE
         self._backoff = backoff or Backoff(initial=0.1, maximum=5.0)
+        self._fence_after = fence_after
+        self._fence_timer: asyncio.TimerHandle | None = None
         self.epoch = 0
         self._start_time: datetime | None = None
         self._registered = False
@@ -115,6 +123,7 @@ class Agent:
     async def stop(self) -> None:
         """Stops the heartbeat and removes the node (errors are logged: the session ends anyway)."""
         self._stopped = True
+        self._cancel_fence_timer()
         for task in (self._heartbeat_task, self._recover_task):
             if task is not None:
                 task.cancel()
@@ -135,20 +144,46 @@ class Agent:
         if self._stopped:
             return
         if state is ConnectionState.CONNECTED:
+            self._cancel_fence_timer()
             self._suspended = False
             self._connected.set()
         elif state is ConnectionState.SUSPENDED:
             log.warning("registry connection suspended: refusing new dispatches")
             self._suspended = True
             self._connected.clear()
+            if self._fence_after is not None and self._fence_timer is None:
+                loop = asyncio.get_running_loop()
+                self._fence_timer = loop.call_later(self._fence_after, self._fence_suspended)
         elif state is ConnectionState.LOST:
             log.error("registry session lost (epoch %d): fencing this worker", self.epoch)
+            self._cancel_fence_timer()
             self._connected.clear()
-            self._fenced = True
-            self._registered = False
-            self._on_lost()
-            if self._recover_task is None or self._recover_task.done():
-                self._recover_task = asyncio.create_task(self._recover(), name="dsched-reregister")
+            self._fence()
+
+    def _fence_suspended(self) -> None:
+        self._fence_timer = None
+        if self._suspended and not self._stopped and not self._fenced:
+            log.error(
+                "registry unreachable for %.1fs (epoch %d): fencing this worker before its "
+                "session can expire",
+                self._fence_after or 0.0,
+                self.epoch,
+            )
+            self._fence()
+
+    def _fence(self) -> None:
+        """Kills every task without reporting and re-registers under a new epoch once
+        connected."""
+        self._fenced = True
+        self._registered = False
+        self._on_lost()
+        if self._recover_task is None or self._recover_task.done():
+            self._recover_task = asyncio.create_task(self._recover(), name="dsched-reregister")
+
+    def _cancel_fence_timer(self) -> None:
+        if self._fence_timer is not None:
+            self._fence_timer.cancel()
+            self._fence_timer = None
 
     async def _recover(self) -> None:
         for delay in self._backoff.delays():

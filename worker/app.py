@@ -13,7 +13,8 @@ to ``flush_timeout`` seconds (the rest stay in the outbox), and stops the server
 
 The registry belongs to the caller: it must be started before :meth:`Worker.start` and is not
 stopped by the worker. Data directory layout: ``logs/`` (task logs and their index), ``exec/`` (one
-working directory per attempt), ``outbox/`` (unacknowledged events).
+working directory per attempt), ``outbox/`` (unacknowledged events), ``pgids/`` (running task
+process groups; see :mod:`dsched.worker.orphans`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from dsched.worker.agent import Agent, Sampler
 from dsched.worker.execution import Clock
 from dsched.worker.log_service import LogServicer
 from dsched.worker.logs import LogStore
+from dsched.worker.orphans import ProcessRecords
 from dsched.worker.outbox import Outbox
 from dsched.worker.reporter import Reporter
 from dsched.worker.runner import Runner
@@ -66,6 +68,8 @@ class WorkerOptions:
     ``port`` 0 picks a free port. ``advertise_host`` is the host masters dial (default: ``host``;
     set it when ``host`` is a wildcard such as 0.0.0.0). ``slots`` bounds concurrent attempts;
     ``max_queued`` bounds attempts waiting for a slot. ``outbox_fsync`` flushes every event to disk.
+    ``fence_after``: seconds of registry disconnection after which the worker kills its tasks and
+    takes a new epoch (half the session timeout; None: only when the session is known lost).
     """
 
     data_dir: Path
@@ -79,6 +83,7 @@ class WorkerOptions:
     kill_grace: float = KILL_GRACE_S
     progress_interval: float = PROGRESS_FRAME_INTERVAL_S
     stop_grace: float = 30.0
+    fence_after: float | None = None
     flush_timeout: float = 5.0
     outbox_fsync: bool = False
     report_backoff: Backoff = field(default_factory=lambda: Backoff(initial=0.05, maximum=5.0))
@@ -129,6 +134,7 @@ class Worker:
             clock=clock,
             backoff=options.report_backoff,
         )
+        self.records = ProcessRecords(data_dir / "pgids")
         bash = shutil.which("bash", path=self._environ.get("PATH")) or "/bin/bash"
         self.runner = Runner(
             logs=self.logs,
@@ -141,6 +147,8 @@ class Worker:
             max_queued=options.max_queued,
             kill_grace=options.kill_grace,
             identity=lambda: f"{self.address} (epoch {self.epoch})",
+            stamp=lambda execution: execution.accepted_by(self.address, self.epoch),
+            records=self.records,
             remember_finished=options.remember_finished,
         )
         self.agent: Agent | None = None
@@ -156,6 +164,9 @@ class Worker:
         """Serves, registers and starts reporting; on failure everything started is stopped
         again."""
         self.options.data_dir.mkdir(parents=True, exist_ok=True)
+        # Before anything else: tasks of a previous incarnation of this worker were failed over
+        # (their epoch is fenced), so whatever of them still runs is an unsupervised duplicate.
+        self.records.kill_leftovers()
         self._serving = Serving(self._services(), f"{self.options.host}:{self.options.port}")
         port = await self._serving.start()
         self.address = f"{self.options.advertise_host or self.options.host}:{port}"
@@ -172,6 +183,7 @@ class Worker:
             on_epoch=self._new_epoch,
             sampler=self._sampler,
             thresholds=self.options.thresholds,
+            fence_after=self.options.fence_after,
         )
         try:
             await self.agent.start()

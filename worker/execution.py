@@ -34,7 +34,9 @@ class TaskExecution:
     """Everything the worker was told about one dispatched attempt (validated by the converter).
 
     ``params`` are exported to the task's environment as they are; ``timeout`` of zero means none.
-    ``owner_address``/``owner_epoch`` name the master that receives the attempt's events.
+    ``owner_address``/``owner_epoch`` name the master that receives the attempt's events;
+    ``worker_address``/``worker_epoch`` name the worker incarnation that accepted it (stamped by the
+    runner, exported to the task as its fencing token).
     """
 
     task_instance_id: int
@@ -52,6 +54,8 @@ class TaskExecution:
     timeout: timedelta = timedelta(0)
     timeout_strategy: TimeoutStrategy = TimeoutStrategy.FAIL
     dry_run: bool = False
+    worker_address: str = ""
+    worker_epoch: int = 0
 
     @property
     def key(self) -> AttemptKey:
@@ -65,6 +69,10 @@ class TaskExecution:
     def with_owner(self, address: str, epoch: int) -> TaskExecution:
         """The same attempt, owned by another master (after a take-over)."""
         return replace(self, owner_address=address, owner_epoch=epoch)
+
+    def accepted_by(self, address: str, epoch: int) -> TaskExecution:
+        """The same attempt, stamped with the worker incarnation that accepted it."""
+        return replace(self, worker_address=address, worker_epoch=epoch)
 
 
 class TaskEventType(StrEnum):

@@ -35,6 +35,7 @@ from dsched.worker.execution import (
     TaskExecution,
 )
 from dsched.worker.logs import LogStore
+from dsched.worker.orphans import ProcessRecords
 from dsched.worker.tasks import SpawnError, TaskTypes
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,8 @@ class Runner:
         max_queued: int,
         kill_grace: float,
         identity: Callable[[], str],
+        stamp: Callable[[TaskExecution], TaskExecution] = lambda e: e,
+        records: ProcessRecords | None = None,
         remember_finished: int = 100_000,
     ) -> None:
         self._logs = logs
@@ -85,6 +88,8 @@ class Runner:
         self._max_queued = max_queued
         self._kill_grace = kill_grace
         self._identity = identity
+        self._stamp = stamp
+        self._records = records
         self._remember = remember_finished
         self._attempts: dict[AttemptKey, Attempt] = {}
         self._finished: collections.OrderedDict[AttemptKey, str] = collections.OrderedDict()
@@ -150,7 +155,7 @@ class Runner:
             return Dispatch(
                 outcome=DispatchOutcome.REJECTED_UNAVAILABLE, reason=f"cannot create log: {exc}"
             )
-        attempt = Attempt(execution, task_log)
+        attempt = Attempt(self._stamp(execution), task_log)
         self._attempts[key] = attempt
         if self.full:
             task_log.note(f"waiting for a free slot ({self.slots} in use)")
@@ -284,6 +289,8 @@ class Runner:
             )
         attempt.run = run
         attempt.phase = Phase.RUNNING
+        if self._records is not None and run.pid:
+            self._records.record(run.pid)
         attempt.log.note(f"started at {self._clock().isoformat()}, pid {run.pid}")
         if attempt.stop is not None:  # killed or fenced while starting
             self._begin_kill(attempt, 0.0 if attempt.silent else self._kill_grace)
@@ -294,6 +301,9 @@ class Runner:
         finally:
             if timer is not None:
                 timer.cancel()
+            # wait() (even when cancelled) leaves no member of the group alive.
+            if self._records is not None and run.pid:
+                self._records.forget(run.pid)
         return attempt.outcome(result)
 
     async def _end(self, attempt: Attempt, outcome: Outcome) -> None:

@@ -43,6 +43,11 @@ def task_environment(base: Mapping[str, str], execution: TaskExecution) -> dict[
             "DSCHED_WORKFLOW_INSTANCE_ID": str(execution.workflow_instance_id),
             "DSCHED_TASK_NAME": execution.task_name,
             "DSCHED_ATTEMPT": str(execution.attempt),
+            # Fencing for effects outside dsched's database (reliability notes §4.10): a sink that
+            # remembers the highest token per key can refuse a stale incarnation's late write.
+            "DSCHED_WORKER_ADDRESS": execution.worker_address,
+            "DSCHED_WORKER_EPOCH": str(execution.worker_epoch),
+            "DSCHED_FENCING_TOKEN": f"{execution.worker_epoch}:{execution.attempt}",
         }
     )
     return env
