@@ -59,12 +59,7 @@ class LowerWeight:
     def select(self, candidates: Sequence[Candidate], now: datetime) -> Candidate | None:
         if not candidates:
             return None
-        return max(candidates, key=lambda c: (weight(c, now, self.warmup), _reverse(c.address)))
-
-
-def _reverse(address: str) -> tuple[int, ...]:
-    # max() with ties going to the smallest address: negate each character's ordinal.
-    return tuple(-ord(ch) for ch in address)
+        return min(candidates, key=lambda c: (-weight(c, now, self.warmup), c.address))
 
 
 class SmoothRoundRobin:
@@ -81,7 +76,8 @@ class SmoothRoundRobin:
         total = sum(weights.values())
         for address, w in weights.items():
             self._current[address] = self._current.get(address, 0.0) + w
-        best = max(candidates, key=lambda c: (self._current[c.address], _reverse(c.address)))
+        # Highest current weight; ties go to the smallest address.
+        best = min(candidates, key=lambda c: (-self._current[c.address], c.address))
         self._current[best.address] -= total
         for gone in set(self._current) - set(weights):
             del self._current[gone]

@@ -364,11 +364,6 @@ def test_ties_go_to_the_smallest_address_whatever_the_order(
 
 
 @pytest.mark.parametrize("name", ["lower_weight", "round_robin"])
-@pytest.mark.xfail(
-    strict=True,
-    reason="selection._reverse ranks a prefix below its extension: a tie between "
-    "127.0.0.1:5000 and 127.0.0.1:50001 goes to the larger address (reported to the lead)",
-)
 def test_a_tie_between_an_address_and_its_extension_goes_to_the_shorter(name: str) -> None:
     candidates = [cand("127.0.0.1:50001"), cand("127.0.0.1:5000")]
     chosen = SELECTORS[name](WARMUP).select(candidates, NOW)
