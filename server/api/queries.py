@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import asdict
 from typing import Any
 
 from grpc import aio
@@ -187,6 +188,7 @@ class QueriesApi:
                         address=worker.address,
                         group=worker.group,
                         heartbeat=heartbeat(worker.heartbeat),
+                        weight=self.ctx.workers.weight_of(worker),
                     )
                 )
         return pb.ListClusterMembersResponse(members=members)
@@ -199,4 +201,6 @@ class QueriesApi:
             address=self.ctx.address,
             epoch=self.ctx.epoch(),
             start_time=convert.timestamp(self.ctx.start_time),
+            # Generic over the counters, so ones the engine adds later show up without a change.
+            counters={name: int(value) for name, value in asdict(self.ctx.metrics).items()},
         )

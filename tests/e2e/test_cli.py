@@ -132,6 +132,9 @@ def test_instances_cluster_workflows_and_info_tables(
     assert worker["GROUP"] == "default"
     assert worker["STATUS"] in ("NORMAL", "BUSY")
     assert re.fullmatch(r"\d+/\d+", worker["SLOTS"]) and int(worker["EPOCH"]) >= 1
+    assert 0.0 <= float(worker["WEIGHT"]) <= 100.0 and master["WEIGHT"] == "-"
+    assert float(worker["LOAD"]) >= 0.0 and worker["DISK"].endswith("%")
+    assert re.fullmatch(r"[\d.]+(ms|s)|\d+m\d\ds|\d+h\d\dm", worker["UPTIME"])
 
     workflows = cli(server, "workflows", "--project", project)
     assert workflows.returncode == 0, workflows.stderr

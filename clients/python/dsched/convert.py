@@ -386,6 +386,7 @@ def member_from_proto(msg: resources_pb2.ClusterMember) -> ClusterMember:
         pid=beat.pid,
         start_time=_time(beat, "start_time"),
         report_time=_time(beat, "report_time"),
+        weight=msg.weight,
     )
 
 
@@ -397,4 +398,5 @@ def server_info_from_proto(msg: master_service_pb2.GetServerInfoResponse) -> Ser
         address=msg.address,
         epoch=msg.epoch,
         start_time=_time(msg, "start_time"),
+        counters=dict(msg.counters),
     )

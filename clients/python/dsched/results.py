@@ -202,7 +202,11 @@ class LogChunk:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClusterMember:
-    """A live master or worker and its latest heartbeat."""
+    """A live master or worker and its latest heartbeat.
+
+    ``weight`` is a worker's effective selection weight as the answering master computes it now
+    (0..100, higher is preferred, reduced during warm-up, 0 while BUSY); always 0 for masters.
+    """
 
     role: ServerRole
     address: str
@@ -218,11 +222,21 @@ class ClusterMember:
     pid: int = 0
     start_time: datetime | None = None
     report_time: datetime | None = None
+    weight: float = 0.0
+
+    @property
+    def uptime(self) -> timedelta | None:
+        """How long the member had run at its latest heartbeat. Both ends come from the member's
+        own clock, so skew between hosts does not distort it."""
+        if self.start_time is None or self.report_time is None:
+            return None
+        return max(self.report_time - self.start_time, timedelta(0))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerInfo:
-    """The server that answered a ``server_info`` call."""
+    """The server that answered a ``server_info`` call. ``counters`` are its engine counters
+    since it started, by name (``stale_events``, ``commands_claimed``, ...; the set may grow)."""
 
     version: str
     api_version: str
@@ -230,6 +244,7 @@ class ServerInfo:
     address: str
     epoch: int
     start_time: datetime | None = None
+    counters: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

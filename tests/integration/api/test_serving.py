@@ -127,6 +127,8 @@ async def test_cluster_members_show_master_and_worker_with_heartbeats(cluster: C
         report = hb.report_time.ToDatetime(tzinfo=UTC)
         assert now - timedelta(minutes=5) < start <= report <= now + timedelta(seconds=5)
     assert worker.heartbeat.slots_total == cluster.worker.options.slots
+    # A fresh worker is in warm-up: its weight is above the floor but below its full value.
+    assert 1.0 <= worker.weight < 100.0 and master.weight == 0.0
 
     masters = await cluster.stub.ListClusterMembers(
         pb.ListClusterMembersRequest(role=enums.SERVER_ROLE_MASTER)
@@ -146,3 +148,5 @@ async def test_server_info_describes_the_master(cluster: Cluster) -> None:
     assert info.epoch == cluster.master.epoch > 0
     assert info.version
     assert info.start_time.ToDatetime(tzinfo=UTC) == cluster.master.start_time
+    assert {"stale_events", "ownership_lost", "commands_claimed"} <= set(info.counters)
+    assert all(value >= 0 for value in info.counters.values())

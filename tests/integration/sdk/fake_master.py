@@ -349,6 +349,8 @@ class FakeMaster(master_service_pb2_grpc.MasterServiceServicer):
             status=enums_pb2.SERVER_STATUS_NORMAL,
         )
         beat.start_time.CopyFrom(now())
+        beat.report_time.CopyFrom(beat.start_time)
+        beat.report_time.seconds += 3723  # up 1h02m03s
         members = [
             resources_pb2.ClusterMember(
                 role=enums_pb2.SERVER_ROLE_MASTER, address="10.0.0.1:5678", heartbeat=beat
@@ -358,6 +360,7 @@ class FakeMaster(master_service_pb2_grpc.MasterServiceServicer):
                 address="10.0.0.2:5679",
                 group="default",
                 heartbeat=beat,
+                weight=42.5,
             ),
         ]
         if request.role:
@@ -372,6 +375,7 @@ class FakeMaster(master_service_pb2_grpc.MasterServiceServicer):
             role=enums_pb2.SERVER_ROLE_MASTER,
             address="127.0.0.1:5678",
             epoch=7,
+            counters={"stale_events": 2, "commands_claimed": 5},
         )
         response.start_time.CopyFrom(now())
         return response

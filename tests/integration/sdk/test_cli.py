@@ -176,12 +176,17 @@ def test_workflows_cluster_info(submitted: Fake) -> None:
     assert workflows[0].split() == ["NAME", "VERSION", "RELEASE", "TASKS", "UPDATED"]
     assert workflows[1].split()[:4] == ["etl", "1", "ONLINE", "2"]
     cluster = cli(submitted, "cluster").stdout.splitlines()
-    assert cluster[0].split()[:7] == ["ROLE", "ADDRESS", "GROUP", "STATUS", "CPU", "MEM", "SLOTS"]
-    worker = ["WORKER", "10.0.0.2:5679", "default", "NORMAL", "25%", "50%", "2/8"]
-    assert cluster[2].split()[:7] == worker
-    assert cluster[1].split()[2] == "-"  # masters have no group
+    assert cluster[0].split() == [
+        *("ROLE", "ADDRESS", "GROUP", "STATUS", "CPU", "MEM", "LOAD", "DISK", "SLOTS"),
+        *("WEIGHT", "EPOCH", "UPTIME"),
+    ]
+    worker = ["WORKER", "10.0.0.2:5679", "default", "NORMAL", "25%", "50%", "0.00", "0%", "2/8"]
+    assert cluster[2].split() == [*worker, "42.5", "7", "1h02m"]
+    master = cluster[1].split()
+    assert (master[2], master[9]) == ("-", "-")  # masters have no group and no weight
     info = cli(submitted, "info").stdout
     assert "version: 0.1.0-fake" in info and "role:    MASTER" in info
+    assert "metrics: commands_claimed=5 stale_events=2" in info
 
 
 def test_server_from_the_environment(fake: Fake) -> None:

@@ -14,7 +14,7 @@ from dsched.cli.logs import LogFollower, Printer, event_line
 from dsched.client import Client
 from dsched.errors import InvalidArgument
 from dsched.options import TaskDependType
-from dsched.results import InstanceEvent, WorkflowInstance
+from dsched.results import InstanceEvent, ServerRole, WorkflowInstance
 from dsched.states import WorkflowState
 from dsched.workflow import collect
 
@@ -164,7 +164,7 @@ def workflows(args: argparse.Namespace, client: Client) -> int:
 
 
 def cluster(args: argparse.Namespace, client: Client) -> int:
-    """The live masters and workers with their latest heartbeat."""
+    """The live masters and workers: latest heartbeat, selection weight, epoch and uptime."""
     rows = (
         (
             m.role,
@@ -173,19 +173,35 @@ def cluster(args: argparse.Namespace, client: Client) -> int:
             m.status,
             fmt.percent(m.cpu_usage),
             fmt.percent(m.memory_usage),
+            f"{m.load_average:.2f}",
+            fmt.percent(m.disk_usage),
             f"{m.slots_in_use}/{m.slots_total}",
+            f"{m.weight:.1f}" if m.role is ServerRole.WORKER else None,
             m.epoch,
-            fmt.when(m.start_time),
+            fmt.elapsed(m.uptime),
         )
         for m in client.cluster_members()
     )
-    headers = ("role", "address", "group", "status", "cpu", "mem", "slots", "epoch", "started")
+    headers = (
+        "role",
+        "address",
+        "group",
+        "status",
+        "cpu",
+        "mem",
+        "load",
+        "disk",
+        "slots",
+        "weight",
+        "epoch",
+        "uptime",
+    )
     _out(fmt.table(headers, rows))
     return 0
 
 
 def info(args: argparse.Namespace, client: Client) -> int:
-    """The answering server: version, API, role, address, epoch, start time."""
+    """The answering server: version, API, role, address, epoch, start time, engine counters."""
     server = client.server_info()
     fields = [
         ("server", client.target),
@@ -196,5 +212,8 @@ def info(args: argparse.Namespace, client: Client) -> int:
         ("epoch", str(server.epoch)),
         ("started", fmt.when(server.start_time)),
     ]
+    if server.counters:
+        counters = sorted(server.counters.items())
+        fields.append(("metrics", " ".join(f"{name}={value}" for name, value in counters)))
     _out("\n".join(f"{name + ':':<9}{value}" for name, value in fields))
     return 0
