@@ -48,8 +48,13 @@ run: setup
 standalone: setup
 	$(BIN)/dsched standalone
 
+# Benchmarks are modules of tests.bench (they share tests/bench/common.py), run from the repo root.
 bench: setup
-	$(PY) tests/bench/standalone_bench.py
+	$(PY) -m tests.bench.standalone_bench
+
+.PHONY: bench-cluster
+bench-cluster: setup
+	$(PY) -m tests.bench.cluster_bench
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,183 @@
+"""What the benchmarks share: the chain and fan-out workloads, the spawn floor, RSS sampling and
+the report table. Each bench script starts its own servers and calls these with a connected
+:class:`~dsched.Client`; nothing here knows whether it talks to a standalone or a cluster.
+
+Times of a task come from the task instance rows, which the workers stamp with their own clocks;
+all servers of a bench run on this machine, so gaps between tasks run by different workers are
+still measured on one clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import socket
+import statistics
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import psutil
+
+from dsched import Client, Shell, Workflow
+from dsched.results import TaskInstance
+from dsched.server.standalone import use_pidfd_child_watcher
+
+MB = 2**20
+
+# (metric, value, target, met)
+Row = tuple[str, str, str, bool]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def default_slots() -> int:
+    return max(4, 4 * (os.cpu_count() or 1))
+
+
+def task_instances(client: Client, instance_id: int) -> list[TaskInstance]:
+    return list(client.iter_task_instances(instance_id, page_size=1000))
+
+
+def run_chain(client: Client, length: int) -> list[float]:
+    """Runs a ``length``-task chain of ``true``; returns each task's start minus its upstream's
+    end, in milliseconds (``length - 1`` gaps)."""
+    with Workflow("bench_chain", project="bench") as wf:
+        tasks = [Shell(f"t{i:04d}", "true") for i in range(length)]
+        for up, down in itertools.pairwise(tasks):
+            up >> down
+    instance = wf.run(wait=True, client=client)
+    assert instance.state == "SUCCEEDED", instance
+    by_name = {t.task_name: t for t in task_instances(client, instance.id)}
+    gaps = []
+    for i in range(1, length):
+        ended, started = by_name[f"t{i - 1:04d}"].end_time, by_name[f"t{i:04d}"].start_time
+        assert ended is not None and started is not None
+        gaps.append((started - ended).total_seconds() * 1000)
+    return gaps
+
+
+class RssSampler:
+    """Samples the RSS of some processes every 20 ms in a thread. ``peaks`` holds each process's
+    maximum by pid and ``peak`` the maximum of their sum (bytes); with one pid they are equal."""
+
+    def __init__(self, pids: Sequence[int]) -> None:
+        self._procs = [psutil.Process(pid) for pid in pids]
+        self._stop = threading.Event()
+        self.peak = 0
+        self.peaks: dict[int, int] = {p.pid: 0 for p in self._procs}
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> None:
+        total = 0
+        for proc in self._procs:
+            rss = proc.memory_info().rss
+            self.peaks[proc.pid] = max(self.peaks[proc.pid], rss)
+            total += rss
+        self.peak = max(self.peak, total)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            self._sample()
+
+    def __enter__(self) -> RssSampler:
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@dataclass(frozen=True, slots=True)
+class Fanout:
+    """A fan-out's throughput (leaves per second, first start to last end), the peak of the summed
+    RSS of the sampled processes and each one's own peak (bytes, by pid), and how many leaves each
+    worker ran (by task instance host)."""
+
+    throughput: float
+    peak_rss: int
+    peak_rss_by_pid: dict[int, int]
+    leaves_by_host: dict[str, int] = field(default_factory=dict)
+
+
+def run_fanout(client: Client, width: int, pids: Sequence[int]) -> Fanout:
+    """One root and ``width`` parallel ``true`` tasks, sampling the RSS of ``pids`` meanwhile."""
+    with Workflow("bench_fanout", project="bench") as wf:
+        root = Shell("root", "true")
+        root >> [Shell(f"f{i:04d}", "true") for i in range(width)]
+    wf.submit(client=client)
+    with RssSampler(pids) as rss:
+        instance = wf.run(wait=True, client=client)
+    assert instance.state == "SUCCEEDED", instance
+    leaves = [t for t in task_instances(client, instance.id) if t.task_name != "root"]
+    assert len(leaves) == width
+    first: datetime = min(t.start_time for t in leaves if t.start_time is not None)
+    last: datetime = max(t.end_time for t in leaves if t.end_time is not None)
+    hosts: dict[str, int] = {}
+    for leaf in leaves:
+        hosts[leaf.host] = hosts.get(leaf.host, 0) + 1
+    return Fanout(width / (last - first).total_seconds(), rss.peak, dict(rss.peaks), hosts)
+
+
+async def _spawn_floor(count: int, parallelism: int) -> float:
+    gate = asyncio.Semaphore(parallelism)
+
+    async def one() -> None:
+        async with gate:
+            proc = await asyncio.create_subprocess_exec(
+                "bash",
+                "-c",
+                "true",
+                start_new_session=True,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL,
+            )
+            await proc.wait()
+
+    start = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(count)))
+    return count / (time.perf_counter() - start)
+
+
+def spawn_floor(count: int, parallelism: int) -> float:
+    """Tasks per second of ``count`` runs of ``bash -c true``, ``parallelism`` at a time, with the
+    same asyncio subprocess machinery (pidfd child watcher on 3.11) the worker uses."""
+    use_pidfd_child_watcher()
+    return asyncio.run(_spawn_floor(count, parallelism))
+
+
+def chain_rows(gaps: Sequence[float], target_ms: float) -> list[Row]:
+    median = statistics.median(gaps)
+    p95 = statistics.quantiles(gaps, n=20)[-1]
+    return [
+        ("chain gap median (ms)", f"{median:.2f}", f"<= {target_ms:g}", median <= target_ms),
+        ("chain gap p95 (ms)", f"{p95:.2f}", "-", True),
+    ]
+
+
+def fanout_rows(floor: float, parallelism: int, fanout: Fanout) -> list[Row]:
+    ratio = fanout.throughput / floor
+    return [
+        ("spawn floor (tasks/s)", f"{floor:.0f}", f"{parallelism} in parallel", True),
+        ("fan-out throughput (tasks/s)", f"{fanout.throughput:.0f}", "-", True),
+        ("fan-out / floor", f"{ratio:.2f}", ">= 0.33", ratio >= 1 / 3),
+    ]
+
+
+def report(title: str, rows: Sequence[Row]) -> int:
+    """Prints ``title`` and the table; returns the exit code (1 if a target is missed)."""
+    print(f"\n{title}")
+    width = max(len(r[0]) for r in rows)
+    print(f"{'metric':<{width}}  {'value':>8}  {'target':<14}  ok")
+    for name, value, target, ok in rows:
+        print(f"{name:<{width}}  {value:>8}  {target:<14}  {'yes' if ok else 'NO'}")
+    return 0 if all(r[3] for r in rows) else 1
