@@ -1,0 +1,1 @@
+"""Cluster fault-injection tests: real ZooKeeper, PostgreSQL, masters and workers as processes."""

@@ -1,0 +1,371 @@
+"""One test's cluster: a private ZooKeeper, a fresh PostgreSQL database, masters and workers as
+processes, and the hooks to hurt them.
+
+Each member is a ``dsched master`` / ``dsched worker`` subprocess in its own session (process
+group), with its own data directory and log file (stdout and stderr) under the run directory. It
+counts as started once it printed its ready line, from which the harness takes its address, epoch
+and pid. Fault hooks:
+
+- :meth:`Cluster.kill9`: SIGKILL; with ``tasks=True`` also every task process group the member
+  spawned (tasks run in sessions of their own, so the member's group does not reach them), found
+  before the kill while they are still the member's children.
+- :meth:`Cluster.stop`: SIGTERM, a graceful stop (bounded wait).
+- :meth:`Cluster.pause` / :meth:`Cluster.resume`: SIGSTOP / SIGCONT of the server pid only (a GC
+  pause or a heap dump freezes the server, not its children).
+- ``cluster.zk.kill()`` / ``cluster.zk.restart()`` (see :mod:`tests.zk`).
+
+:meth:`Cluster.close` kills everything it started (member groups, task groups the ledger names,
+ZooKeeper), bounded, and on failure prints the tail of every member's log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Literal
+
+from dsched import Client, Unavailable
+from tests.cluster.db import Database
+from tests.cluster.ledger import TaskLedger
+from tests.cluster.watcher import RegistryWatcher
+from tests.e2e.conftest import process_state
+from tests.zk import ZooKeeperServer
+
+DSCHED = Path(sys.executable).parent / "dsched"
+READY_TIMEOUT_S = 60.0  # several Python servers importing grpc + SQLAlchemy at once on 2 cores
+STOP_TIMEOUT_S = 30.0
+_READY = re.compile(
+    r"dsched (?P<role>master|worker) is up: address (?P<address>\S+), "
+    r"(?:group (?P<group>\S+), )?epoch (?P<epoch>\d+), pid (?P<pid>\d+)"
+)
+
+Role = Literal["master", "worker"]
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """The cluster's liveness settings (seconds), passed to every member by environment."""
+
+    session: float = 6.0
+    failover_delay: float = 4.0
+    heartbeat: float = 1.0
+
+
+@dataclass
+class Member:
+    """One master or worker process."""
+
+    role: Role
+    name: str
+    proc: subprocess.Popen[bytes]
+    data_dir: Path
+    log_path: Path
+    log_file: IO[bytes]
+    address: str = ""
+    epoch: int = 0
+    pid: int = 0
+    state: Literal["starting", "running", "paused", "killed", "stopped"] = "starting"
+    killed_at: float | None = None  # time.monotonic() of kill9
+    killed_wall: float | None = None  # time.time() of kill9, for the ledger's wall clock
+    killed_task_pids: list[int] = field(default_factory=list)
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    @property
+    def serving(self) -> bool:
+        """Alive and not paused: it answers calls."""
+        return self.alive and self.state == "running"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def log_tail(self, lines: int = 60) -> str:
+        return "\n".join(self.log().splitlines()[-lines:])
+
+    def __repr__(self) -> str:
+        return f"<{self.name} {self.role} {self.address} epoch {self.epoch} {self.state}>"
+
+
+def _children(pid: int) -> list[int]:
+    """Live direct children of ``pid`` (this kernel has no /proc/<pid>/task/<tid>/children)."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(entry.read_text().rsplit(")", 1)[1].split()[1])
+        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+            continue
+        child = int(entry.parent.name)
+        if ppid == pid and process_state(child) is not None:
+            found.append(child)
+    return found
+
+
+def _is_task_of(pid: int, marker: str) -> bool:
+    """Whether ``pid`` is a live task process of this cluster (its environment carries the run's
+    marker): a pid from the ledger may belong to an unrelated process by now."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return False
+    return (marker + "\0").encode() in environ
+
+
+def _killpg(pgid: int, sig: signal.Signals = signal.SIGKILL) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+class Cluster:
+    """ZooKeeper + PostgreSQL database + members for one test. Use :meth:`start`, then the fault
+    hooks; :meth:`close` (the fixture calls it) tears everything down."""
+
+    def __init__(self, run_dir: Path, db_url: str, timeouts: Timeouts | None = None) -> None:
+        self.run_dir = run_dir
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self.timeouts = timeouts or Timeouts()
+        self.db_url = db_url  # SQLAlchemy form, for the masters
+        self.zk = ZooKeeperServer(run_dir / "zookeeper", tick_ms=1000)
+        self.chroot = f"/dsched-{secrets.token_hex(4)}"
+        self.members: list[Member] = []
+        self._clients: dict[str, Client] = {}
+        self.db = Database(db_url)
+        self.db.create_effect_tables()
+        self.ledger = TaskLedger(run_dir / "ledger.txt", self.db.url, run_dir / "psql-errors.log")
+        self.watcher: RegistryWatcher | None = None
+        self._counts: Counter[Role] = Counter()
+
+    @property
+    def registry(self) -> str:
+        return f"{self.zk.connect_string}{self.chroot}"
+
+    # -- starting --------------------------------------------------------------------------------
+
+    def start(self, *, masters: int = 2, workers: int = 2) -> None:
+        """Starts ZooKeeper, the registry watcher, then the members. The first master starts alone
+        (it migrates the fresh database); the rest start together."""
+        self.zk.start()
+        self.watcher = RegistryWatcher(self.registry, session_timeout=self.timeouts.session)
+        self.watcher.start()
+        if masters:
+            self.add_master()
+        pending = [self._spawn("master") for _ in range(masters - 1)]
+        pending += [self._spawn("worker") for _ in range(workers)]
+        for member in pending:
+            self._await_ready(member)
+
+    def add_master(self) -> Member:
+        return self._await_ready(self._spawn("master"))
+
+    def add_worker(self, *, group: str = "default", slots: int = 8) -> Member:
+        return self._await_ready(self._spawn("worker", group=group, slots=slots))
+
+    def _env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.upper().startswith("DSCHED_")}
+        env.update(
+            DSCHED_REGISTRY_SESSION_TIMEOUT=f"{self.timeouts.session:g}",
+            DSCHED_FAILOVER_DELAY=f"{self.timeouts.failover_delay:g}",
+            DSCHED_HEARTBEAT_INTERVAL=f"{self.timeouts.heartbeat:g}",
+            DSCHED_LOG_LEVEL="INFO",
+            # Lets teardown recognise this cluster's task processes (see _is_task_of). Not a
+            # DSCHED_ name: workers keep their own DSCHED_* settings from their tasks.
+            CHAOS_RUN_DIR=str(self.run_dir),
+        )
+        return env
+
+    def _spawn(self, role: Role, *, group: str = "default", slots: int = 8) -> Member:
+        self._counts[role] += 1
+        name = f"{role[0]}{self._counts[role]}"
+        data_dir = self.run_dir / name
+        data_dir.mkdir(parents=True)
+        argv = [str(DSCHED), role, "--registry", self.registry, "--port", "0"]
+        if role == "master":
+            argv += ["--db", self.db_url]
+        else:
+            argv += ["--group", group, "--slots", str(slots)]
+        argv += ["--data-dir", str(data_dir)]
+        log_path = self.run_dir / f"{name}.log"
+        log_file = log_path.open("ab")
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            env=self._env(),
+            cwd=data_dir,
+            start_new_session=True,
+        )
+        member = Member(role, name, proc, data_dir, log_path, log_file)
+        self.members.append(member)
+        return member
+
+    def _await_ready(self, member: Member) -> Member:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            match = _READY.search(member.log())
+            if match:
+                member.address = match["address"]
+                member.epoch = int(match["epoch"])
+                member.pid = int(match["pid"])
+                assert member.pid == member.proc.pid, (member, match[0])
+                member.state = "running"
+                return member
+            if not member.alive:
+                raise AssertionError(
+                    f"{member.name} exited with {member.proc.returncode} before it was up:\n"
+                    + member.log_tail()
+                )
+            time.sleep(0.05)
+        raise AssertionError(
+            f"{member.name} not up within {READY_TIMEOUT_S}s:\n{member.log_tail()}"
+        )
+
+    # -- members ---------------------------------------------------------------------------------
+
+    def masters(self) -> list[Member]:
+        """Masters that answer calls now (alive and not paused)."""
+        return [m for m in self.members if m.role == "master" and m.serving]
+
+    def workers(self) -> list[Member]:
+        return [m for m in self.members if m.role == "worker" and m.serving]
+
+    def member_by_epoch(self, role: Role, epoch: int) -> Member:
+        found = [m for m in self.members if m.role == role and m.epoch == epoch]
+        assert found, f"no {role} of epoch {epoch} among {self.members}"
+        return found[-1]
+
+    def member_by_address(self, role: Role, address: str) -> Member:
+        found = [m for m in self.members if m.role == role and m.address == address]
+        assert found, f"no {role} at {address} among {self.members}"
+        return found[-1]
+
+    # -- faults ----------------------------------------------------------------------------------
+
+    def kill9(self, member: Member, *, tasks: bool = True) -> float:
+        """SIGKILLs ``member`` (its process group) and, with ``tasks``, the process groups of the
+        tasks it runs; returns the monotonic time of the kill."""
+        task_pids: list[int] = []
+        if tasks:
+            # Frozen first, so that it starts no task between the scan and the kill.
+            _killpg(member.pid, signal.SIGSTOP)
+            task_pids = _children(member.pid)
+            for pid in task_pids:
+                _killpg(pid)
+            _killpg(member.pid)
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(member.pid, signal.SIGKILL)
+        member.killed_at, member.killed_wall = time.monotonic(), time.time()
+        member.killed_task_pids = task_pids
+        member.proc.wait(STOP_TIMEOUT_S)
+        member.state = "killed"
+        return member.killed_at
+
+    def stop(self, member: Member, timeout: float = STOP_TIMEOUT_S) -> int:
+        """SIGTERM; waits (bounded) and returns the exit code."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(member.pid, signal.SIGCONT)
+            member.proc.send_signal(signal.SIGTERM)
+        try:
+            code = member.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            _killpg(member.pid)
+            member.proc.wait(STOP_TIMEOUT_S)
+            raise AssertionError(
+                f"{member.name} did not stop within {timeout}s of SIGTERM:\n{member.log_tail()}"
+            ) from None
+        member.state = "stopped"
+        return code
+
+    def pause(self, member: Member) -> float:
+        """SIGSTOPs the server process only (its tasks keep running); returns the monotonic time."""
+        os.kill(member.pid, signal.SIGSTOP)
+        member.state = "paused"
+        return time.monotonic()
+
+    def resume(self, member: Member) -> float:
+        os.kill(member.pid, signal.SIGCONT)
+        member.state = "running"
+        return time.monotonic()
+
+    # -- talking to the cluster ------------------------------------------------------------------
+
+    def client(self, member: Member | None = None) -> Client:
+        """An SDK client of ``member`` (default: the first master that serves)."""
+        target = member or next(iter(self.masters()), None)
+        assert target is not None, f"no live master among {self.members}"
+        if target.address not in self._clients:
+            self._clients[target.address] = Client.connect(target.address, timeout=10)
+        return self._clients[target.address]
+
+    def start_workflow(self, project: str, workflow: str, *, request_id: str | None = None) -> int:
+        """Starts a run through some live master; on UNAVAILABLE retries the same request (same
+        ``request_id``, so at most one instance results) on the next master. Returns its id."""
+        rid = request_id or str(uuid.uuid4())
+        last: Exception | None = None
+        for _ in range(3):
+            for master in self.masters():
+                try:
+                    return self.client(master).start_workflow(project, workflow, request_id=rid).id
+                except Unavailable as exc:
+                    last = exc
+            time.sleep(0.5)
+        raise AssertionError(f"could not start {project}/{workflow} on any master: {last!r}")
+
+    def counters(self, members: Iterable[Member] | None = None) -> Counter[str]:
+        """The sum of the engine counters of the masters that serve now (or of ``members``)."""
+        total: Counter[str] = Counter()
+        for master in members if members is not None else self.masters():
+            total.update(self.client(master).server_info().counters)
+        return total
+
+    def db_query(self, sql: str, *args: object) -> list[tuple[object, ...]]:
+        return self.db.query(sql, *args)
+
+    # -- teardown --------------------------------------------------------------------------------
+
+    def report_logs(self) -> str:
+        parts = [f"=== {m!r} ({m.log_path})\n{m.log_tail()}" for m in self.members]
+        parts.append(f"=== zookeeper\n{self.zk.log_tail(20)}")
+        psql = self.ledger.psql_error_text()
+        if psql:
+            parts.append(f"=== psql errors of tasks\n{psql[-3000:]}")
+        return "\n".join(parts)
+
+    def close(self) -> None:
+        """Kills every process this cluster started (bounded) and releases the database."""
+        for client in self._clients.values():
+            client.close()
+        self._clients.clear()
+        marker = f"CHAOS_RUN_DIR={self.run_dir}"
+        leftover_tasks: set[int] = set()
+        for member in self.members:
+            if member.alive:
+                leftover_tasks.update(_children(member.pid))
+        leftover_tasks.update(line.pid for line in self.ledger.lines())
+        for member in self.members:
+            if member.alive:
+                _killpg(member.pid)
+        for pid in leftover_tasks:
+            if _is_task_of(pid, marker):
+                _killpg(pid)
+        for member in self.members:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                member.proc.wait(STOP_TIMEOUT_S)
+            member.log_file.close()
+        if self.watcher is not None:
+            self.watcher.stop()
+        self.zk.close()
+        self.db.close()
