@@ -9,6 +9,7 @@ WORKERS_PATH = (
 )
 LOCKS_PATH = "/locks"  # lock nodes "/locks/<name>"
 EPOCHS_PATH = "/epochs"  # sequential nodes that hand out worker epochs
+ELECTIONS_PATH = "/elections"  # leader elections "/elections/<name>", queued like locks
 
 DEFAULT_MASTER_PORT = 5678
 DEFAULT_WORKER_PORT = 1234

@@ -3,7 +3,8 @@
 :class:`ZooKeeperServer` runs Debian's ZooKeeper (``/usr/share/java/zookeeper.jar``, whose manifest
 names its dependencies) in standalone mode with a generated ``zoo.cfg`` under ``run_dir``: dataDir
 ``run_dir/data``, admin server off, the four-letter words ``ruok,stat,srvr,mntr,cons`` allowed, and
-the server's log in ``run_dir/zookeeper.log``. ``start`` returns once the server answers ``ruok``.
+the server's log in ``run_dir/zookeeper.log``. ``start`` returns once the server answers ``ruok``
+and ``srvr`` reports it serving.
 
 The fault hooks play what a cluster meets: ``kill`` (SIGKILL; ``restart`` then brings the same port
 and dataDir back, so sessions within their timeout survive), ``pause``/``resume`` (SIGSTOP/SIGCONT:
@@ -96,7 +97,7 @@ class ZooKeeperServer:
         return self._proc.pid if self._proc is not None else None
 
     def start(self, timeout: float = 30.0) -> None:
-        """Starts the JVM and returns once it answers ``ruok`` with ``imok``.
+        """Starts the JVM and returns once it answers ``ruok`` with ``imok`` and serves clients.
 
         Raises RuntimeError (with the tail of the server's log) if it exits or does not answer
         within ``timeout`` seconds; the process is killed in that case."""
@@ -242,7 +243,11 @@ class ZooKeeperServer:
                     + self.log_tail()
                 )
             try:
-                if four_letter_word(self.port, "ruok", timeout=1.0) == "imok":
+                # ruok is answered as soon as the port listens; srvr shows a mode only once the
+                # server serves sessions (before that it drops connecting clients).
+                if four_letter_word(self.port, "ruok", timeout=1.0) == "imok" and (
+                    "Mode:" in four_letter_word(self.port, "srvr", timeout=1.0)
+                ):
                     return
             except OSError as exc:
                 last = exc

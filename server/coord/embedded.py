@@ -24,8 +24,15 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import MappingProxyType
 
 from dsched.errors import FailedPrecondition, Unavailable
-from dsched.server.coord.ensemble import EmbeddedEnsemble, Session, Watch, split_path
-from dsched.server.coord.registry import ChildrenListener, ConnectionState, StateListener
+from dsched.server.constants import ELECTIONS_PATH, LOCKS_PATH
+from dsched.server.coord.ensemble import EmbeddedEnsemble, Session, Watch
+from dsched.server.coord.registry import (
+    ChildrenListener,
+    ConnectionState,
+    StateListener,
+    check_name,
+    split_path,
+)
 
 __all__ = ["EmbeddedEnsemble", "EmbeddedRegistry"]
 
@@ -116,7 +123,15 @@ class EmbeddedRegistry:
         return cancel
 
     def lock(self, name: str) -> AbstractAsyncContextManager[None]:
-        return self._hold(name)
+        return self._hold(f"{LOCKS_PATH}/{check_name(name, 'lock')}")
+
+    def leadership(self, name: str, identifier: str) -> AbstractAsyncContextManager[None]:
+        return self._hold(f"{ELECTIONS_PATH}/{check_name(name, 'election')}", identifier)
+
+    async def leader(self, name: str) -> str | None:
+        key = f"{ELECTIONS_PATH}/{check_name(name, 'election')}"
+        await self._live_session()
+        return self._ensemble._holder(key)
 
     async def next_epoch(self) -> int:
         await self._live_session()
@@ -125,14 +140,14 @@ class EmbeddedRegistry:
     # -- internals --------------------------------------------------------------------------------
 
     @asynccontextmanager
-    async def _hold(self, name: str) -> AsyncIterator[None]:
+    async def _hold(self, key: str, identifier: str = "") -> AsyncIterator[None]:
         session = await self._live_session()
-        ticket = await self._ensemble._acquire(session, name)
+        ticket = await self._ensemble._acquire(session, key, identifier)
         try:
             # A grant can reach a suspended client: it may use the lock only once it is back, and
             # only if its session (hence the lock) survived.
             if await self._live_session() is not session:
-                raise Unavailable(f"the registry session ended while acquiring lock {name!r}")
+                raise Unavailable(f"the registry session ended while acquiring {key}")
             yield
         finally:
             self._ensemble._release(ticket)

@@ -26,7 +26,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from dsched.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
-from dsched.server.coord.registry import ChildrenListener
+from dsched.server.coord.registry import ChildrenListener, parent_path, split_path
 
 if TYPE_CHECKING:
     from dsched.server.coord.embedded import EmbeddedRegistry
@@ -55,11 +55,13 @@ class _Node:
 
 @dataclass(eq=False)
 class LockTicket:
-    """One session's place in one lock's queue (ZooKeeper's sequential lock node)."""
+    """One session's place in one lock's or election's queue (ZooKeeper's sequential node);
+    ``identifier`` is what an election reports for its leader."""
 
     name: str
     session: Session
     granted: asyncio.Future[None]
+    identifier: str = ""
 
 
 @dataclass(eq=False)
@@ -82,20 +84,6 @@ class Watch:
             self.listener(children)
         except Exception:
             _log.exception("registry watch listener failed")
-
-
-def split_path(path: str) -> list[str]:
-    """The segments of an absolute path; "/" has none. Rejects relative and malformed paths."""
-    if path == "/":
-        return []
-    parts = path.split("/")
-    if parts[0] != "" or any(p == "" for p in parts[1:]):
-        raise InvalidArgument(f"registry path {path!r} must be absolute with no empty segments")
-    return parts[1:]
-
-
-def parent_path(path: str) -> str:
-    return path.rsplit("/", 1)[0] or "/"
 
 
 def _read_epoch(path: Path) -> int:
@@ -244,9 +232,9 @@ class EmbeddedEnsemble:
         for client in list(self._clients):
             client._on_children_changed(path, snapshot)
 
-    async def _acquire(self, session: Session, name: str) -> LockTicket:
+    async def _acquire(self, session: Session, name: str, identifier: str = "") -> LockTicket:
         queue = self._locks.setdefault(name, _LockQueue())
-        ticket = LockTicket(name, session, asyncio.get_running_loop().create_future())
+        ticket = LockTicket(name, session, asyncio.get_running_loop().create_future(), identifier)
         session.locks.add(ticket)
         if queue.holder is None and not queue.waiting:
             queue.holder = ticket
@@ -279,6 +267,10 @@ class EmbeddedEnsemble:
                 return
             nxt.session.locks.discard(nxt)  # cancelled, its task not yet run: skip it
         del self._locks[ticket.name]
+
+    def _holder(self, name: str) -> str | None:
+        queue = self._locks.get(name)
+        return None if queue is None or queue.holder is None else queue.holder.identifier
 
     async def _next_epoch(self) -> int:
         # Serialised so that the file never goes backwards; the value is handed out only once it

@@ -2,8 +2,11 @@
 
 A registry client holds one *session*. Members registered through it are *ephemeral*: they vanish
 when the session ends (``stop``, or expiry after the session timeout without contact). Watches
-report the current children of a path after every change. Locks are held by a session and released
-when it ends.
+report the current children of a path after every change. Locks and leadership of an election are
+held by a session and released when it ends.
+
+Paths are absolute with no empty segments (``/nodes/workers``); lock and election names are single
+segments (no ``/``). Both are relative to the registry's namespace (the ZooKeeper chroot).
 
 Connection states follow kazoo's: CONNECTED; SUSPENDED (contact lost, the session may still be
 alive: stop claiming and dispatching new work); LOST (the session expired: every ephemeral member
@@ -23,6 +26,8 @@ from contextlib import AbstractAsyncContextManager
 from enum import StrEnum
 from typing import Protocol
 
+from dsched.errors import InvalidArgument
+
 
 class ConnectionState(StrEnum):
     CONNECTED = "CONNECTED"
@@ -32,6 +37,28 @@ class ConnectionState(StrEnum):
 
 StateListener = Callable[[ConnectionState], None]
 ChildrenListener = Callable[[Mapping[str, bytes]], None]
+
+
+def split_path(path: str) -> list[str]:
+    """The segments of an absolute path; "/" has none. Rejects relative and malformed paths."""
+    if path == "/":
+        return []
+    parts = path.split("/")
+    if parts[0] != "" or any(p == "" for p in parts[1:]):
+        raise InvalidArgument(f"registry path {path!r} must be absolute with no empty segments")
+    return parts[1:]
+
+
+def parent_path(path: str) -> str:
+    return path.rsplit("/", 1)[0] or "/"
+
+
+def check_name(name: str, what: str) -> str:
+    """Returns ``name`` if it can name a lock or an election (one path segment), else raises
+    InvalidArgument."""
+    if not name or "/" in name or name in (".", ".."):
+        raise InvalidArgument(f"{what} name {name!r} must be one non-empty path segment")
+    return name
 
 
 class Registry(Protocol):
@@ -77,7 +104,23 @@ class Registry(Protocol):
         ...
 
     def lock(self, name: str) -> AbstractAsyncContextManager[None]:
-        """A mutual-exclusion lock across the cluster, held by this session while the block runs."""
+        """A mutual-exclusion lock across the cluster, held by this session while the block runs.
+        Waiters are served in arrival order. Not re-entrant. If the session ends while waiting the
+        wait raises Unavailable; if it ends while held, the lock is gone at once (the holder learns
+        it through LOST, not from the block)."""
+        ...
+
+    def leadership(self, name: str, identifier: str) -> AbstractAsyncContextManager[None]:
+        """Waits until this session leads the election ``name`` (contenders are served in arrival
+        order), holds leadership while the block runs and gives it up at exit. ``identifier``
+        (e.g. the server's address) is what :meth:`leader` reports while this session leads.
+        Leadership ends with the session: the next contender takes over at once, and the holder
+        learns it through LOST, not from the block. Waiting raises Unavailable if the session
+        ends first."""
+        ...
+
+    async def leader(self, name: str) -> str | None:
+        """The identifier of the current leader of election ``name``; None if nobody leads."""
         ...
 
     async def next_epoch(self) -> int:

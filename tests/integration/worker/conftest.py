@@ -97,6 +97,14 @@ class FakeRegistry:
         async with self._locks.setdefault(name, asyncio.Lock()):
             yield
 
+    def leadership(
+        self, name: str, identifier: str
+    ) -> contextlib.AbstractAsyncContextManager[None]:
+        raise NotImplementedError("the worker does not run for election")
+
+    async def leader(self, name: str) -> str | None:
+        raise NotImplementedError("the worker does not run for election")
+
     async def next_epoch(self) -> int:
         self._epoch += 1
         return self._epoch
