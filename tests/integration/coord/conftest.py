@@ -5,16 +5,21 @@
   never see each other's nodes.
 - ``zookeeper_factory``: ``zookeeper_factory()`` starts a private server that the test may kill,
   restart or pause; every server it started is closed (its JVM killed) after the test.
+- ``backend`` / ``clients``: the contract tests run twice, on the embedded registry and on
+  ZooKeeper (the shared server, a fresh chroot); ``clients`` are three started clients of it.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from dsched.server.coord.embedded import EmbeddedEnsemble
+from dsched.server.coord.registry import Registry
+from tests.integration.coord.support import Backend, EmbeddedBackend, ZooKeeperBackend
 from tests.zk import ZooKeeperServer
 
 ZooKeeperFactory = Callable[..., ZooKeeperServer]
@@ -45,3 +50,21 @@ def zookeeper_factory(tmp_path: Path) -> Iterator[ZooKeeperFactory]:
 def chroot() -> str:
     """A chroot no other test uses."""
     return f"/t-{secrets.token_hex(6)}"
+
+
+@pytest.fixture(params=["embedded", "zookeeper"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path, chroot: str) -> Backend:
+    if request.param == "embedded":
+        return EmbeddedBackend(EmbeddedEnsemble(tmp_path / "registry"))
+    # Asked for here, not in the signature, so that embedded-only runs start no JVM.
+    return ZooKeeperBackend(request.getfixturevalue("zookeeper"), chroot)
+
+
+@pytest.fixture
+async def clients(backend: Backend) -> AsyncIterator[list[Registry]]:
+    started = [backend.client() for _ in range(3)]
+    for client in started:
+        await client.start()
+    yield started
+    for client in started:
+        await client.stop()
