@@ -157,7 +157,9 @@ class Cluster:
         """Starts ZooKeeper, the registry watcher, then the members. The first master starts alone
         (it migrates the fresh database); the rest start together."""
         self.zk.start()
-        self.watcher = RegistryWatcher(self.registry, session_timeout=self.timeouts.session)
+        self.watcher = RegistryWatcher(
+            self.zk.connect_string, self.chroot, session_timeout=self.timeouts.session
+        )
         self.watcher.start()
         if masters:
             self.add_master()
@@ -179,6 +181,10 @@ class Cluster:
             DSCHED_FAILOVER_DELAY=f"{self.timeouts.failover_delay:g}",
             DSCHED_HEARTBEAT_INTERVAL=f"{self.timeouts.heartbeat:g}",
             DSCHED_LOG_LEVEL="INFO",
+            # Never BUSY for CPU: the whole cluster, a JVM and the tasks share 2 cores, so CPU
+            # readings sit near 100 % in bursts, and a master or worker flapping to BUSY would stop
+            # claiming or taking work for reasons unrelated to the fault under test.
+            DSCHED_CPU_THRESHOLD="1",
             # Lets teardown recognise this cluster's task processes (see _is_task_of). Not a
             # DSCHED_ name: workers keep their own DSCHED_* settings from their tasks.
             CHAOS_RUN_DIR=str(self.run_dir),

@@ -38,9 +38,13 @@ class MembershipEvent:
 
 
 class RegistryWatcher:
-    """Records membership changes under ``hosts`` (``host:port/chroot``). Start, then stop."""
+    """Records membership changes of the cluster under ``chroot`` of ZooKeeper ``hosts``. Start,
+    then stop."""
 
-    def __init__(self, hosts: str, *, session_timeout: float = 10.0) -> None:
+    def __init__(self, hosts: str, chroot: str, *, session_timeout: float = 10.0) -> None:
+        # No chroot in the client itself: the cluster's chroot may not exist yet, and a chrooted
+        # kazoo client warns about that (the tests turn warnings into errors).
+        self._chroot = chroot
         self._client = KazooClient(hosts=hosts, timeout=session_timeout)
         self._lock = threading.Lock()
         self._current: dict[Role, set[str]] = {"master": set(), "worker": set()}
@@ -54,8 +58,8 @@ class RegistryWatcher:
         self._client.start(timeout=timeout)
         paths: tuple[tuple[Role, str], ...] = (("master", MASTERS_PATH), ("worker", WORKERS_PATH))
         for role, path in paths:
-            self._client.ensure_path(path)
-            ChildrenWatch(self._client, path, partial(self._on_children, role))
+            self._client.ensure_path(self._chroot + path)
+            ChildrenWatch(self._client, self._chroot + path, partial(self._on_children, role))
 
     def stop(self) -> None:
         """Closes the session; bounded even when ZooKeeper is down (kazoo gives up on close)."""

@@ -140,5 +140,17 @@ def event_kinds(cluster: Cluster, kind: str) -> Counter[int]:
     return Counter({int(r[0]): int(r[1]) for r in rows})
 
 
+def first_event_after(cluster: Cluster, kind: str, wall: float) -> float | None:
+    """Seconds from ``wall`` (time.time()) to the first event of ``kind`` written after it (the
+    masters stamp events with this host's clock), or None if there is none."""
+    at = cluster.db.scalar(
+        "SELECT extract(epoch FROM min(create_time)) FROM instance_events "
+        "WHERE kind = $1 AND create_time >= to_timestamp($2) AT TIME ZONE 'UTC'",
+        kind,
+        wall,
+    )
+    return None if at is None else float(at) - wall
+
+
 def since(t0: float) -> float:
     return time.monotonic() - t0
