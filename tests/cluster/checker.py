@@ -12,8 +12,9 @@ ledger, the fenced effect tables and the masters' counters, and returns a :class
 - ``raw_dup_concurrent``: logical tasks with two runs (ledger starts) whose lifetimes overlapped;
   ``overlap_s``: the seconds they overlapped, summed; ``raw_dup_success``: logical tasks with two
   or more ``end`` lines. A run without an end line lasted until its ``term`` line, until the
-  harness SIGKILLed it, or, if its process still lives, until now; ``open_runs`` counts runs whose
-  end is none of these (dead, time unknown: counted as lasting until the check, an upper bound);
+  harness SIGKILLed it or saw it die, or, if it still lives, until now; ``open_runs`` counts runs
+  whose end is none of these (dead, time unknown: counted as lasting until the check, an upper
+  bound);
   ``orphans`` counts runs still alive after the drain (nobody supervises them any more).
 - ``fenced_dup``: logical tasks with more than one accepted effect (must be 0);
   ``fenced_missing``: succeeded logical tasks with no accepted effect; ``fenced_rejected``: effect
@@ -178,12 +179,6 @@ def _count_tasks(cluster: Cluster, report: Report) -> None:
 
 
 def _count_runs(cluster: Cluster, report: Report) -> None:
-    killed_at = {
-        pid: m.killed_wall
-        for m in cluster.members
-        if m.killed_wall is not None
-        for pid in m.killed_task_pids
-    }
     now = time.time()
     by_run: dict[tuple[int, int, int], list[LedgerLine]] = defaultdict(list)
     for line in cluster.ledger.lines():
@@ -198,8 +193,8 @@ def _count_runs(cluster: Cluster, report: Report) -> None:
         if finish is not None:
             stop = finish.at
             ends[start.logical] += finish.kind == "end"
-        elif run[2] in killed_at:
-            stop = killed_at[run[2]] or now
+        elif run[2] in cluster.deaths:
+            stop = cluster.deaths[run[2]]
         else:
             stop = now
             if _running(run[2]):

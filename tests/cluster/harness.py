@@ -31,7 +31,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
 
@@ -78,7 +78,6 @@ class Member:
     state: Literal["starting", "running", "paused", "killed", "stopped"] = "starting"
     killed_at: float | None = None  # time.monotonic() of kill9
     killed_wall: float | None = None  # time.time() of kill9, for the ledger's wall clock
-    killed_task_pids: list[int] = field(default_factory=list)
 
     @property
     def alive(self) -> bool:
@@ -145,6 +144,9 @@ class Cluster:
         self.db.create_effect_tables()
         self.ledger = TaskLedger(run_dir / "ledger.txt", self.db.url, run_dir / "psql-errors.log")
         self.watcher: RegistryWatcher | None = None
+        # Task process (pid) -> wall-clock time it was seen to die, for runs that could not write
+        # their own end line (SIGKILLed): the checker's overlap arithmetic needs an end.
+        self.deaths: dict[int, float] = {}
         self._counts: Counter[Role] = Counter()
 
     @property
@@ -174,6 +176,30 @@ class Cluster:
     def add_worker(self, *, group: str = "default", slots: int = 8) -> Member:
         return self._await_ready(self._spawn("worker", group=group, slots=slots))
 
+    def restart(self, member: Member) -> Member:
+        """Starts a new process of a dead ``member``'s role on its data directory (as a
+        supervisor would); returns the new member (a new epoch, and a new port)."""
+        assert not member.alive, f"{member.name} still runs"
+        return self._await_ready(self._spawn(member.role, data_dir=member.data_dir))
+
+    def task_pids(self, member: Member) -> list[int]:
+        """The task processes (group leaders) ``member`` runs now."""
+        return _children(member.pid)
+
+    def wait_dead(self, pids: Iterable[int], timeout: float) -> float:
+        """Waits (bounded) until none of ``pids`` lives, recording when each was seen gone in
+        :attr:`deaths`; returns the monotonic time the last one went."""
+        waiting = set(pids)
+        deadline = time.monotonic() + timeout
+        while waiting:
+            for pid in [p for p in waiting if process_state(p) is None]:
+                self.deaths[pid] = time.time()
+                waiting.discard(pid)
+            if waiting and time.monotonic() > deadline:
+                raise AssertionError(f"task processes {sorted(waiting)} alive after {timeout}s")
+            time.sleep(0.05)
+        return time.monotonic()
+
     def _env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.upper().startswith("DSCHED_")}
         env.update(
@@ -191,11 +217,14 @@ class Cluster:
         )
         return env
 
-    def _spawn(self, role: Role, *, group: str = "default", slots: int = 8) -> Member:
+    def _spawn(
+        self, role: Role, *, group: str = "default", slots: int = 8, data_dir: Path | None = None
+    ) -> Member:
         self._counts[role] += 1
         name = f"{role[0]}{self._counts[role]}"
-        data_dir = self.run_dir / name
-        data_dir.mkdir(parents=True)
+        if data_dir is None:
+            data_dir = self.run_dir / name
+            data_dir.mkdir(parents=True)
         argv = [str(DSCHED), role, "--registry", self.registry, "--port", "0"]
         if role == "master":
             argv += ["--db", self.db_url]
@@ -274,7 +303,7 @@ class Cluster:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(member.pid, signal.SIGKILL)
         member.killed_at, member.killed_wall = time.monotonic(), time.time()
-        member.killed_task_pids = task_pids
+        self.deaths.update(dict.fromkeys(task_pids, member.killed_wall))
         member.proc.wait(STOP_TIMEOUT_S)
         member.state = "killed"
         return member.killed_at

@@ -186,6 +186,48 @@ def test_kill9_worker_mid_task(cluster: Cluster, capsys: pytest.CaptureFixture[s
     assert report.counters["tasks_failed_over"] >= 1, report.counters
 
 
+def test_kill9_worker_pid_then_restart(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """F2b: only the worker's pid dies, orphaning its task processes; a supervisor restarts it on
+    the same data directory at once, and the new process kills the orphans it finds recorded
+    there, before the masters re-dispatch the attempts: no two runs of a task overlap."""
+    cluster.start(masters=1, workers=2)
+    assert cluster.watcher is not None
+    chain = define(cluster, "chain", {"a": 16, "b": 1}, [("a", "b")], retries=0)
+    started = start_many(cluster, chain, 4)
+    wait_running(cluster, 4)
+    victim, lost_runs = busiest_worker(cluster)
+    affected = {(t.wi, t.task) for t in lost_runs}
+    orphans = cluster.task_pids(victim)
+    assert orphans, "the worker runs no task process"
+
+    t0 = cluster.kill9(victim, tasks=False)
+    restarted = cluster.restart(victim)
+    timings = {"T_restarted": since(t0)}
+    timings["T_orphans_dead"] = cluster.wait_dead(orphans, timeout=20) - t0
+    timings["T_detect"] = (
+        cluster.watcher.wait(victim.address, "gone", after=t0, timeout=DETECT_TIMEOUT_S) - t0
+    )
+    eventually(
+        lambda: all(len(s) >= 2 for s in attempt_states(cluster, affected).values()),
+        timeout=TAKEOVER_TIMEOUT_S,
+        what="a new attempt of each orphaned task",
+    )
+    timings["T_redispatch"] = since(t0)
+    drain(cluster, {wi for wi, _ in affected}, DRAIN_S)
+    timings["T_recover"] = since(t0)
+
+    report = check(cluster, "F2b kill-9 worker pid, restart", started, timings=timings)
+    publish(capsys, report)
+    report.assert_invariants()
+    assert restarted.epoch != victim.epoch
+    for key, states_of in attempt_states(cluster, affected).items():
+        assert states_of == ["NEED_FAULT_TOLERANCE", "SUCCEEDED"], (key, states_of)
+    assert report.reruns == len(affected), report.details
+    assert report.raw_dup_concurrent == 0 and report.raw_dup_success == 0, report.details
+
+
 # ------------------------------------------------------------------------------------------ F3
 
 
