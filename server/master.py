@@ -1,9 +1,17 @@
-"""A master process: the gRPC API, command consumption, the DAG engine and dispatch.
+"""A master process: the gRPC API, command consumption, the DAG engine, dispatch and failover.
 
 Start order: store (migrated) -> gRPC server (to learn the bound address) -> a new epoch -> worker
-directory and dispatcher -> registration in the registry -> recovery of instances whose owner epoch
-is dead -> command consumer. ``stop`` reverses it; instances this master was driving stay owned by
-its (now dead) epoch in the store and are recovered by the next master that starts or sees it gone.
+directory and dispatcher -> registration in the registry -> failover (recovery of instances whose
+owner epoch is dead, then watching the members) -> command consumer.
+
+Registry connection (DESIGN.md §4): SUSPENDED pauses claiming and dispatching. LOST means other
+masters may be taking this incarnation's instances over: the master drops every instance it drives
+(its writes would be refused by the store anyway), takes a new epoch once reconnected, registers
+again and hands the old epoch's instances over for recovery at once (it knows they are orphans).
+
+``stop`` (SIGTERM) stops claiming, stops the runners, hands their instances over (so a surviving
+master resumes them at once instead of after the failover delay) and deregisters. If the store is
+unreachable then, the instances stay with the dead epoch and are recovered by the failover check.
 """
 
 from __future__ import annotations
@@ -11,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -27,18 +36,19 @@ from dsched.server.constants import (
     MASTERS_PATH,
 )
 from dsched.server.coord.registry import ConnectionState, Registry
+from dsched.server.core.backoff import Backoff
 from dsched.server.core.ports import Clock
 from dsched.server.engine.commands import CommandConsumer
 from dsched.server.engine.dispatcher import Dispatcher
-from dsched.server.engine.failover import recover_orphans
+from dsched.server.engine.failover import Failover, fail_over_epoch
 from dsched.server.engine.notifier import Notifier
 from dsched.server.engine.runners import Runners
 from dsched.server.engine.services import EngineMetrics, EngineServices
 from dsched.server.engine.workers import WorkerDirectory
 from dsched.server.heartbeat import (
     HeartbeatInfo,
+    ServerStatus,
     Thresholds,
-    decode_heartbeat,
     encode_heartbeat,
     sample_host,
 )
@@ -58,6 +68,7 @@ log = logging.getLogger(__name__)
 
 VERSION = "0.1.0"
 MASTER_CAPACITY = 10_000  # instances a master drives before it reports BUSY
+_RETRY = Backoff(initial=0.2, maximum=5.0)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,6 +82,7 @@ class MasterOptions:
     warmup: timedelta = timedelta(minutes=10)
     heartbeat_interval: float = HEARTBEAT_INTERVAL_S
     thresholds: Thresholds = field(default_factory=Thresholds)
+    failover_delay: float = 10.0
 
 
 class Master:
@@ -98,6 +110,13 @@ class Master:
         self._task_events: TaskEventServicer | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._registered = False
+        self._busy = False
+        self._connected = asyncio.Event()
+        self._masters: list[str] = []  # live master addresses, sorted: the command slots
+        self._cancel_watch: object = None
+        self.failover: Failover | None = None
+        self._reincarnating: asyncio.Task[None] | None = None
+        self._stopping = False
 
     async def __aenter__(self) -> Master:
         await self.start()
@@ -141,22 +160,35 @@ class Master:
             epoch=self.epoch,
             default_group=self.options.default_group,
             reload=self._reload,
+            failover_delay=self.options.failover_delay,
         )
         ctx.metrics = self.services.metrics
-        self.consumer = CommandConsumer(self.services, self.runners)
+        self.consumer = CommandConsumer(
+            self.services, self.runners, slot=self._slot, busy=lambda: self._busy
+        )
+        self.failover = Failover(
+            self.services,
+            self.registry,
+            self.runners,
+            delay=self.options.failover_delay,
+            enabled=lambda: self._registered and self._connected.is_set(),
+        )
         await self.workers.start()
         await self.dispatcher.start()
         self.registry.add_state_listener(self._on_registry_state)
+        if self.registry.state is ConnectionState.CONNECTED:
+            self._connected.set()
+        self._cancel_watch = self.registry.watch_children(MASTERS_PATH, self._on_masters)
         await self.registry.register(self._node, encode_heartbeat(await self._heartbeat()))
         self._registered = True
         self._heartbeat_task = asyncio.create_task(self._heartbeat_loop(), name="master-heartbeat")
-        await recover_orphans(self.services, await self._live_epochs())
+        await self.failover.start()
         await self.consumer.start()
         log.info("master %s started (epoch %s)", self.address, self.epoch)
 
     async def stop(self, grace: float = 5.0) -> None:
-        if self.consumer is not None:
-            await self.consumer.stop()
+        self._stopping = True
+        await self._stop_claiming()
         if self._serving is not None:
             await self._serving.health.enter_graceful_shutdown()
         # End open streams (watches, worker event streams) before the server has to cancel them.
@@ -167,17 +199,33 @@ class Master:
         if self.services is not None:
             await self.services.cancel_background()
         await self.dispatcher.stop()
+        if self.services is not None and self._registered:
+            await self._hand_over(self.epoch, "was stopped")
         if self._heartbeat_task is not None:
             self._heartbeat_task.cancel()
             await asyncio.gather(self._heartbeat_task, return_exceptions=True)
+        if callable(self._cancel_watch):
+            self._cancel_watch()
         if self._registered:
-            await self.registry.unregister(self._node)
             self._registered = False
+            try:
+                await self.registry.unregister(self._node)
+            except Exception as exc:  # the node dies with the session anyway
+                log.warning("cannot remove %s from the registry: %s", self._node, exc)
         await self.workers.stop()
         if self._serving is not None:
             await self._serving.stop(grace)
         await self.db.stop()
         log.info("master %s stopped", self.address)
+
+    async def _stop_claiming(self) -> None:
+        if self._reincarnating is not None:
+            self._reincarnating.cancel()
+            await asyncio.gather(self._reincarnating, return_exceptions=True)
+        if self.failover is not None:
+            await self.failover.stop()
+        if self.consumer is not None:
+            await self.consumer.stop()
 
     @property
     def _node(self) -> str:
@@ -187,21 +235,67 @@ class Master:
         if self.consumer is not None and self.services is not None:
             self.services.spawn(self.consumer.reload(instance_id))
 
-    async def _live_epochs(self) -> set[int]:
-        live = {self.epoch}
-        for data in (await self.registry.children(MASTERS_PATH)).values():
-            try:
-                live.add(decode_heartbeat(data).epoch)
-            except Exception:  # an unreadable node cannot vouch for any epoch
-                continue
-        return live
+    def _slot(self) -> tuple[int, int]:
+        if self.address in self._masters:
+            return self._masters.index(self.address), len(self._masters)
+        return 0, 1
+
+    def _on_masters(self, children: Mapping[str, bytes]) -> None:
+        self._masters = sorted(children)
+        self.notifier.notify_commands()  # the slots moved: look at the queue again
 
     def _on_registry_state(self, state: ConnectionState) -> None:
-        # SUSPENDED: stop claiming new work until the session is confirmed (DESIGN.md §4).
+        if self._stopping:
+            return
+        connected = state is ConnectionState.CONNECTED
+        # SUSPENDED: stop claiming and dispatching until the session is confirmed (DESIGN.md §4).
         if self.consumer is not None:
-            self.consumer.paused = state is not ConnectionState.CONNECTED
-            if state is ConnectionState.CONNECTED:
-                self.notifier.notify_commands()
+            self.consumer.paused = not connected
+        if connected:
+            self._connected.set()
+            self.dispatcher.resume()
+            self.notifier.notify_commands()
+        else:
+            self._connected.clear()
+            self.dispatcher.pause()
+        if state is ConnectionState.LOST and (
+            self._reincarnating is None or self._reincarnating.done()
+        ):
+            self._reincarnating = asyncio.create_task(self._reincarnate(), name="reincarnate")
+
+    async def _reincarnate(self) -> None:
+        """After a lost session: drop every instance, then come back as a new epoch."""
+        old = self.epoch
+        self._registered = False
+        log.error("registry session lost (epoch %s): dropping all instances", old)
+        await self.runners.stop_all()
+        for delay in _RETRY.delays():
+            await self._connected.wait()
+            try:
+                async with self.db.transaction() as conn:
+                    epoch = await servers.new_epoch(conn, "MASTER", self.address, self.clock.now())
+                self.epoch = epoch
+                if self.services is not None:
+                    self.services.epoch = epoch
+                await self.registry.register(self._node, encode_heartbeat(await self._heartbeat()))
+            except Exception as exc:  # store or registry unavailable: retry
+                log.warning("re-registration failed (%s); retrying in %.2fs", exc, delay)
+                await asyncio.sleep(delay)
+                continue
+            self._registered = True
+            log.info("re-registered as %s with epoch %s (was %s)", self.address, epoch, old)
+            await self._hand_over(old, "lost its registry session")
+            self.notifier.notify_commands()
+            return
+
+    async def _hand_over(self, epoch: int, why: str) -> None:
+        """Queues the recovery of ``epoch``'s instances now (this process knows nobody drives
+        them); on failure the failover check of some master does it later."""
+        assert self.services is not None
+        try:
+            await fail_over_epoch(self.services, epoch, why)
+        except Exception as exc:  # the store is down: the failover check recovers them later
+            log.warning("could not hand over the instances of epoch %s: %s", epoch, exc)
 
     async def _heartbeat(self) -> HeartbeatInfo:
         sample = await sample_host(self.options.data_dir)
@@ -219,8 +313,21 @@ class Master:
     async def _heartbeat_loop(self) -> None:
         while True:
             await asyncio.sleep(self.options.heartbeat_interval)
+            if not self._registered:
+                continue
             try:
-                await self.registry.update(self._node, encode_heartbeat(await self._heartbeat()))
+                info = await self._heartbeat()
+                busy = info.status is ServerStatus.BUSY
+                if busy != self._busy:
+                    log.warning(
+                        "master is %s: %s claiming commands",
+                        info.status.value,
+                        "stops" if busy else "resumes",
+                    )
+                    self._busy = busy
+                    if not busy:
+                        self.notifier.notify_commands()
+                await self.registry.update(self._node, encode_heartbeat(info))
             except Exception:  # registry blips are reported by its state listener
                 log.warning("master heartbeat update failed", exc_info=True)
 

@@ -105,6 +105,11 @@ class WorkerOptions:
             heartbeat_interval=settings.heartbeat_interval,
             outbox_fsync=settings.outbox_fsync,
             thresholds=settings.thresholds,
+            # Half the session timeout (reliability notes §4.9): the tasks are dead before the
+            # session can have expired plus the masters' failover delay.
+            fence_after=None
+            if settings.embedded_registry
+            else settings.registry_session_timeout / 2,
         )
 
 

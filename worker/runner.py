@@ -119,8 +119,12 @@ class Runner:
         key = execution.key
         known = self._attempts.get(key)
         if known is not None:
+            if execution.owner_epoch > known.execution.owner_epoch:
+                # Re-sent by a master that took the instance over: its events go there now.
+                self.take_over(key, execution.owner_address, execution.owner_epoch)
             return Dispatch(outcome=DispatchOutcome.ALREADY_ACCEPTED, log_path=str(known.log.path))
         if key in self._finished:
+            self._events.retarget(key, execution.owner_address)
             return Dispatch(outcome=DispatchOutcome.ALREADY_ACCEPTED, log_path=self._finished[key])
         if key in self._killed_unknown:
             # Killed before it arrived (a dispatch overtaken by a stop): never start it.

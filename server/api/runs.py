@@ -135,7 +135,7 @@ class RunsApi:
         response = await once(
             self.ctx, request.request_id, "StartWorkflow", pb.StartWorkflowResponse, work
         )
-        self.ctx.notifier.notify_commands()
+        self.ctx.notifier.notify_commands(response.instance.id)
         return response
 
     # ------------------------------------------------------------------------ pause / stop
@@ -344,7 +344,7 @@ class RunsApi:
             return pb.ResumeWorkflowInstanceResponse(instance=convert.instance(record))
 
         answer = await once(self.ctx, request_id, method, pb.ResumeWorkflowInstanceResponse, work)
-        self.ctx.notifier.notify_commands()
+        self.ctx.notifier.notify_commands(instance_id)
         self.ctx.notifier.notify(instance_id)
         return answer.SerializeToString()
 

@@ -59,7 +59,16 @@ class LowerWeight:
     def select(self, candidates: Sequence[Candidate], now: datetime) -> Candidate | None:
         if not candidates:
             return None
-        return min(candidates, key=lambda c: (-weight(c, now, self.warmup), c.address))
+        # Among equal weights (all saturated, say) the fewest slots in use per slot wins, so a
+        # burst spreads evenly; then the smallest address.
+        return min(
+            candidates,
+            key=lambda c: (-weight(c, now, self.warmup), _slot_ratio(c), c.address),
+        )
+
+
+def _slot_ratio(c: Candidate) -> float:
+    return c.slots_in_use / c.slots_total if c.slots_total > 0 else float("inf")
 
 
 class SmoothRoundRobin:

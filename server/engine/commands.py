@@ -5,6 +5,13 @@ only the fallback for commands written by other processes) and claims each comma
 transaction: it deletes the command (0 rows deleted means another master took it) and stamps the
 instance with this master's address and epoch. Only after that commit does it build the instance's
 execution and start a runner, so an instance is driven by at most one master epoch at a time.
+
+With several masters the commands are sharded: a master claims the commands whose id falls in its
+slot (``id % live masters == its index`` in the sorted list of live master addresses), the commands
+it wrote itself (a client asked this master, which is awake: no other master needs waking), and any
+command it has seen pending for longer than :data:`STEAL_AFTER_S` (masters that disagree about the
+membership for a moment must not leave a command unclaimed). Slots only spread the load; the
+claim's transaction is what makes each command start exactly one run.
 """
 
 from __future__ import annotations
@@ -40,22 +47,27 @@ log = logging.getLogger(__name__)
 
 FETCH_LIMIT = 50
 FALLBACK_SCAN_S = 5.0
+STEAL_AFTER_S = 2 * FALLBACK_SCAN_S
 
 
 class CommandConsumer:
-    """Claims commands and starts runners. ``paused`` (overload, lost registry) stops claiming."""
+    """Claims commands and starts runners. ``paused`` (registry disconnected) and ``busy``
+    (overloaded) stop claiming. ``slot`` returns (this master's index, number of live masters)."""
 
     def __init__(
         self,
         services: EngineServices,
         runners: Runners,
         *,
-        accepts: Callable[[CommandRecord], bool] = lambda _c: True,
+        slot: Callable[[], tuple[int, int]] = lambda: (0, 1),
+        busy: Callable[[], bool] = lambda: False,
     ) -> None:
         self.s = services
         self.runners = runners
-        self._accepts = accepts
+        self._slot = slot
+        self._busy = busy
         self.paused = False
+        self._first_seen: dict[int, float] = {}  # command id -> loop time it was first seen
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -70,7 +82,7 @@ class CommandConsumer:
         while True:
             signal = self.s.notifier.signal(0)
             claimed = 0
-            if not self.paused:
+            if not self.paused and not self._busy():
                 try:
                     claimed = await self.consume_once()
                 except Exception:  # the store may be briefly unreachable; the next scan retries
@@ -79,15 +91,28 @@ class CommandConsumer:
                 await self.s.notifier.wait(signal, FALLBACK_SCAN_S)
 
     async def consume_once(self) -> int:
-        """Claims what is pending now; returns how many commands were looked at."""
+        """Claims what is pending now; returns how many claims were tried (FETCH_LIMIT: there
+        may be more to claim right away)."""
         async with self.s.db.read() as conn:
             pending = await instance_repo.pending_commands(conn, FETCH_LIMIT)
+        now = asyncio.get_running_loop().time()
+        seen = {c.id: self._first_seen.get(c.id, now) for c in pending}
+        self._first_seen = seen  # forget commands that are gone
+        index, count = self._slot()
+        tried = 0
         for command in pending:
             if self.paused:
                 break
-            if self._accepts(command) and self.runners.get(command.workflow_instance_id) is None:
+            local = command.workflow_instance_id in self.s.notifier.local_commands
+            mine = count <= 1 or command.id % count == index
+            stale = now - seen[command.id] >= STEAL_AFTER_S
+            if not (local or mine or stale):
+                continue
+            self.s.notifier.local_commands.discard(command.workflow_instance_id)
+            if self.runners.get(command.workflow_instance_id) is None:
+                tried += 1
                 await self._claim(command)
-        return len(pending)
+        return tried
 
     async def _claim(self, command: CommandRecord) -> None:
         try:

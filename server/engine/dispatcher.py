@@ -6,7 +6,7 @@ worker parks its jobs until the worker directory changes: nothing spins. A send 
 unknown (timeout, connection error) is retried against the *same* worker while it is alive, because
 dispatch is idempotent on (task instance, attempt) there; sending it to a second worker could run
 it twice. Only a rejection (nothing was accepted) or the worker's disappearance lets the job go
-elsewhere.
+elsewhere. While the master's registry connection is suspended nothing is sent (``pause``).
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ class Dispatcher:
         self._heap: list[DispatchJob] = []
         self._parked: dict[str, list[DispatchJob]] = defaultdict(list)
         self._wake = asyncio.Event()
+        self._running = asyncio.Event()
+        self._running.set()
         self._slots = asyncio.Semaphore(max_in_flight)
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop_task: asyncio.Task[None] | None = None
@@ -64,6 +66,13 @@ class Dispatcher:
             return_exceptions=True,
         )
 
+    def pause(self) -> None:
+        """Stops sending (calls already under way finish) until :meth:`resume`."""
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
     def submit(self, job: DispatchJob) -> None:
         heapq.heappush(self._heap, job)
         self._wake.set()
@@ -74,6 +83,7 @@ class Dispatcher:
 
     async def _run(self) -> None:
         while True:
+            await self._running.wait()
             if not self._heap:
                 self._wake.clear()
                 await self._wake.wait()

@@ -94,6 +94,15 @@ class TakeOverResult:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkerGone:
+    """A worker incarnation left the registry and did not come back within the failover delay:
+    its unfinished attempts are re-run elsewhere."""
+
+    address: str
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
 class KillUnanswered:
     """A kill found no such attempt on its worker (checked again after a grace period)."""
 
@@ -119,5 +128,6 @@ Message = (
     | TimeoutWarning
     | TakeOverResult
     | KillUnanswered
+    | WorkerGone
     | Control
 )

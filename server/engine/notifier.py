@@ -12,10 +12,17 @@ import asyncio
 COMMANDS = 0  # key of the command-queue signal (instance ids start at 1)
 
 
+LOCAL_HINTS_MAX = 10_000
+
+
 class Notifier:
     def __init__(self) -> None:
         self._events: dict[int, asyncio.Event] = {}
         self.closed = False
+        # Instances whose command this master wrote itself (a client asked *this* master): the
+        # consumer claims them whatever their slot, because this master is awake and the client
+        # already chose it. Bounded: a lost hint only means the slot owner claims the command.
+        self.local_commands: set[int] = set()
 
     def close(self) -> None:
         """Shutdown: wakes every waiter for good, so streams can end before the server stops
@@ -41,7 +48,10 @@ class Notifier:
         if event is not None:
             event.set()
 
-    def notify_commands(self) -> None:
+    def notify_commands(self, instance_id: int | None = None) -> None:
+        """Wakes the command consumer; ``instance_id`` names a command written by this master."""
+        if instance_id is not None and len(self.local_commands) < LOCAL_HINTS_MAX:
+            self.local_commands.add(instance_id)
         self.notify(COMMANDS)
 
     async def wait(self, event: asyncio.Event, timeout: float) -> bool:

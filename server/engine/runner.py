@@ -42,6 +42,7 @@ from dsched.server.engine.messages import (
     TakeOverResult,
     TimeoutWarning,
     WorkerEvent,
+    WorkerGone,
 )
 from dsched.server.engine.services import EngineServices
 from dsched.server.store import events as event_log
@@ -151,6 +152,10 @@ class InstanceRunner:
         """Stops driving the instance (shutdown); its state stays in the store for a successor."""
         for handle in self._timers:
             handle.cancel()
+        for track in self.tracks.values():
+            if track.job is not None and not track.job.sent:
+                # Not sent yet: the successor dispatches it (the same attempt) itself.
+                track.job.cancelled = True
         if self.task is not None and not self.task.done():
             self.task.cancel()
             await asyncio.gather(self.task, return_exceptions=True)
@@ -185,10 +190,15 @@ class InstanceRunner:
                 await work(batch)
                 await self._flush(batch)
         except OwnershipLost:
+            # The conditional write changed nothing: another epoch owns the instance now.
             log.warning(
-                "instance %s: epoch %s lost ownership; dropping it", self.id, self.instance.epoch
+                "stale_write table=workflow_instances instance=%s expected_epoch=%s: ownership "
+                "lost; dropping the instance",
+                self.id,
+                self.instance.epoch,
             )
             self.s.metrics.ownership_lost += 1
+            self.s.metrics.stale_writes += 1
             self._answer(messages, Ack(Decision.NOT_OWNER, "ownership moved"))
             self.done = True
             return
@@ -233,6 +243,8 @@ class InstanceRunner:
                 await self._on_take_over(b, msg)
             elif isinstance(msg, KillUnanswered):
                 await self._on_kill_unanswered(b, msg.task_instance_id)
+            elif isinstance(msg, WorkerGone):
+                await self._on_worker_gone(b, msg)
             else:
                 await self._on_control(b, msg)
 
@@ -354,14 +366,40 @@ class InstanceRunner:
         track = self.tracks.get(msg.task_instance_id)
         if msg.found or track is None or track.state.terminal:
             return
+        await self._fail_over(b, track, "its worker no longer has it")
+
+    async def _on_worker_gone(self, b: _Batch, msg: WorkerGone) -> None:
+        lost = [
+            t
+            for t in self.tracks.values()
+            if t.host == msg.address
+            and t.worker_epoch == msg.epoch
+            and t.state in (TaskState.DISPATCHED, TaskState.RUNNING)
+        ]
+        for track in lost:
+            await self._fail_over(b, track, f"worker {msg.address} (epoch {msg.epoch}) is gone")
+
+    async def _fail_over(self, b: _Batch, track: Track, reason: str) -> None:
+        """Retires an attempt whose worker incarnation is gone (NEED_FAULT_TOLERANCE, not valid)
+        and runs the task again as a new attempt. The write is conditional on the attempt's
+        worker epoch, and a failover does not count as one of the task's retries."""
         if self._write(
             b,
             track,
             _BEFORE_END,
             TaskState.NEED_FAULT_TOLERANCE,
             {"valid": False, "end_time": b.now},
+            worker_epoch=track.worker_epoch or None,
         ):
-            self._set_state(b, track, TaskState.NEED_FAULT_TOLERANCE, "its worker is gone")
+            self.s.metrics.tasks_failed_over += 1
+            log.warning(
+                "instance %s: task instance %s attempt %s failed over: %s",
+                self.id,
+                track.ti_id,
+                track.attempt,
+                reason,
+            )
+            self._set_state(b, track, TaskState.NEED_FAULT_TOLERANCE, reason)
             del self.tracks[track.ti_id]
             await self._apply(b, self.execution.replace(track.task))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from dsched.server.engine.messages import Message
 from dsched.server.engine.runner import InstanceRunner
 
 log = logging.getLogger(__name__)
@@ -26,6 +27,11 @@ class Runners:
 
     def ids(self) -> list[int]:
         return list(self._by_id)
+
+    def broadcast(self, message: Message) -> None:
+        """Posts ``message`` to every live runner."""
+        for runner in list(self._by_id.values()):
+            runner.post(message)
 
     def add(self, runner: InstanceRunner) -> None:
         if runner.id in self._by_id:

@@ -31,12 +31,22 @@ WORKER_CALL_TIMEOUT_S = 10.0
 
 @dataclass(slots=True)
 class EngineMetrics:
-    """Counters exposed for tests and operators (stale reports are rejected and counted)."""
+    """Counters exposed for tests and operators through GetServerInfo (since this process started).
+
+    ``stale_events``: worker reports rejected because the reporting incarnation does not own the
+    attempt. ``stale_writes``: owner writes that changed nothing because another epoch owns the
+    row now. ``ownership_lost``: instances dropped for that reason. ``instances_taken_over``:
+    instances of dead master epochs this master queued for recovery. ``tasks_failed_over``:
+    attempts re-run because their worker incarnation died.
+    """
 
     stale_events: int = 0
+    stale_writes: int = 0
     ownership_lost: int = 0
     commands_claimed: int = 0
     commands_lost_race: int = 0
+    instances_taken_over: int = 0
+    tasks_failed_over: int = 0
 
 
 @dataclass(slots=True, kw_only=True)
@@ -50,6 +60,7 @@ class EngineServices:
     epoch: int
     default_group: str
     reload: Callable[[int], None]
+    failover_delay: float = 10.0
     metrics: EngineMetrics = field(default_factory=EngineMetrics)
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
@@ -88,9 +99,14 @@ class EngineServices:
     async def take_over(
         self, runner: InstanceRunner, ti_id: int, attempt: int, host: str, worker_epoch: int
     ) -> None:
-        """Tells the worker holding an adopted attempt that this master owns it now."""
+        """Tells the worker holding an adopted attempt that this master owns it now. A worker that
+        is not registered gets the failover delay to come back (or to fence itself, if it is only
+        cut off) before its attempt is declared lost."""
         found = False
         live = self.workers.get(host) if host else None
+        if host and (live is None or live.epoch != worker_epoch):
+            await asyncio.sleep(self.failover_delay)
+            live = self.workers.get(host)
         if live is not None and live.epoch == worker_epoch:
             try:
                 reply = await self.workers.worker_stub(host).TakeOverTask(

@@ -1,7 +1,10 @@
 """The master's view of live workers: registry membership, heartbeats, selection and channels.
 
 Membership comes from the registry's ephemeral worker nodes (``<group>@<host:port>``) and their
-heartbeat data; the database is never asked who is alive. Channels to workers are cached per address
+heartbeat data; the database is never asked who is alive. Between two heartbeats of a worker the
+directory counts the attempts this master sent it and adds them to the slots the heartbeat said were
+in use, so a burst of dispatches spreads over the workers instead of piling onto whichever looked
+idlest at the last heartbeat. Channels to workers are cached per address
 and closed when the worker leaves.
 """
 
@@ -56,6 +59,7 @@ class WorkerDirectory:
         self._selector_name = selector
         self._warmup = warmup
         self._workers: dict[str, WorkerRef] = {}
+        self._sent: dict[str, int] = {}  # attempts sent since the worker's last heartbeat
         self._channels: dict[str, aio.Channel] = {}
         self._changed = asyncio.Event()
         self._cancel_watch: object = None
@@ -82,7 +86,11 @@ class WorkerDirectory:
                 log.warning("ignoring worker %s with an unreadable heartbeat", name)
                 continue
             workers[parsed[1]] = WorkerRef(parsed[1], parsed[0], heartbeat)
+            known = self._workers.get(parsed[1])
+            if known is None or known.heartbeat != heartbeat:
+                self._sent.pop(parsed[1], None)  # a fresh heartbeat counts them itself
         for gone in set(self._workers) - set(workers):
+            self._sent.pop(gone, None)
             channel = self._channels.pop(gone, None)
             if channel is not None:
                 asyncio.get_running_loop().create_task(channel.close())
@@ -115,8 +123,12 @@ class WorkerDirectory:
         if selector is None:
             selector = self._selectors[group] = make_selector(self._selector_name, self._warmup)
         by_address = {w.address: w for w in pool}
-        chosen = selector.select([_candidate(w) for w in pool], self._clock.now())
-        return by_address[chosen.address] if chosen is not None else None
+        candidates = [_candidate(w, self._sent.get(w.address, 0)) for w in pool]
+        chosen = selector.select(candidates, self._clock.now())
+        if chosen is None:
+            return None
+        self._sent[chosen.address] = self._sent.get(chosen.address, 0) + 1
+        return by_address[chosen.address]
 
     def weight_of(self, worker: WorkerRef) -> float:
         """``worker``'s effective selection weight now, as :meth:`pick` weighs it (1..100, lower
@@ -140,14 +152,14 @@ class WorkerDirectory:
         return log_service_pb2_grpc.LogServiceStub(self._channel(address))
 
 
-def _candidate(w: WorkerRef) -> Candidate:
+def _candidate(w: WorkerRef, sent: int = 0) -> Candidate:
     hb = w.heartbeat
     return Candidate(
         address=w.address,
         cpu=hb.cpu_usage,
         memory=hb.memory_usage,
         load=hb.load_average,
-        slots_in_use=hb.slots_in_use,
+        slots_in_use=hb.slots_in_use + sent,
         slots_total=hb.slots_total,
         start_time=hb.start_time,
     )

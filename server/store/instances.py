@@ -296,32 +296,69 @@ async def update_fields(
         raise OwnershipLost(f"epoch {epoch} no longer owns workflow instance {instance_id}")
 
 
-async def owned_by_dead_epochs(
+async def dead_owner_epochs(
     conn: Conn, live_epochs: Iterable[int], states: Iterable[WorkflowState]
-) -> list[tuple[int, int, WorkflowState]]:
-    """(instance id, epoch, state) of instances in ``states`` whose owner epoch is not live."""
+) -> list[int]:
+    """The distinct owner epochs, not in ``live_epochs``, of instances in ``states``."""
     rows = await conn.execute(
-        select(WI.c.id, WI.c.epoch, WI.c.state).where(
-            WI.c.state.in_([s.value for s in states]), WI.c.epoch.not_in(list(live_epochs))
+        select(WI.c.epoch)
+        .where(WI.c.state.in_([s.value for s in states]), WI.c.epoch.not_in(list(live_epochs)))
+        .distinct()
+    )
+    return sorted(int(r.epoch) for r in rows)
+
+
+async def fail_over_epoch(
+    conn: Conn, dead_epoch: int, states: Iterable[WorkflowState], now: datetime
+) -> list[tuple[int, WorkflowState]]:
+    """Moves every instance of ``dead_epoch`` in ``states`` to FAILOVER and queues a recovery
+    command for each (carrying the state to restore), in the caller's transaction. Returns the
+    (instance id, previous state) pairs; empty when there was nothing (left) to take over.
+
+    The updates are conditional on the dead epoch and each row's state, so running this twice,
+    or concurrently on two masters, moves each instance once: a row that changed between the read
+    and the update makes this raise :class:`~dsched.errors.Aborted` and the caller retries with a
+    fresh read. Instances that already have a pending command are left to that command (claiming
+    it stamps them with the claimer's epoch).
+    """
+    wanted = [s.value for s in states]
+    pending = select(C.c.id).where(C.c.workflow_instance_id == WI.c.id).exists()
+    rows = (
+        await conn.execute(
+            select(WI.c.id, WI.c.state).where(
+                WI.c.epoch == dead_epoch, WI.c.state.in_(wanted), ~pending
+            )
         )
-    )
-    return [(r.id, r.epoch, WorkflowState(r.state)) for r in rows]
-
-
-async def mark_failover(
-    conn: Conn, instance_id: int, dead_epoch: int, state: WorkflowState, now: datetime
-) -> bool:
-    """Moves an instance of a dead epoch to FAILOVER and queues its recovery command, in the
-    caller's transaction. False if the instance moved on meanwhile (nothing is written then)."""
-    result = await conn.execute(
-        _by_id(update(WI))
-        .where(WI.c.id == instance_id, WI.c.epoch == dead_epoch, WI.c.state == state.value)
-        .values(state=WorkflowState.FAILOVER.value)
-    )
-    if result.rowcount != 1:
-        return False
-    await add_command(conn, instance_id, CommandType.FAILOVER, 0, None, now, restore_state=state)
-    return True
+    ).all()
+    taken = [(int(r.id), WorkflowState(r.state)) for r in rows]
+    for state in {s for _, s in taken}:
+        ids = [i for i, s in taken if s is state]
+        result = await conn.execute(
+            _by_id(update(WI))
+            .where(WI.c.id.in_(ids), WI.c.epoch == dead_epoch, WI.c.state == state.value)
+            .values(state=WorkflowState.FAILOVER.value)
+        )
+        if result.rowcount != len(ids):
+            raise Aborted(
+                f"instances of epoch {dead_epoch} changed during failover; retry",
+                reason="FAILOVER_RACE",
+                metadata={"epoch": str(dead_epoch)},
+            )
+    if taken:
+        await conn.execute(
+            insert(C),
+            [
+                {
+                    "type": CommandType.FAILOVER.value,
+                    "workflow_instance_id": instance_id,
+                    "priority_rank": 0,
+                    "scope": {"restore_state": state.value},
+                    "create_time": now,
+                }
+                for instance_id, state in taken
+            ],
+        )
+    return taken
 
 
 async def delete_commands(conn: Conn, instance_id: int) -> None:

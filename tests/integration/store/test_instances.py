@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from sqlalchemy import text
 
-from dsched.errors import OwnershipLost
+from dsched.errors import Aborted, OwnershipLost
 from dsched.options import CommandType, Priority
 from dsched.server.core.records import InstanceRecord
 from dsched.server.core.transitions import OWNED_STATES
@@ -146,68 +146,72 @@ async def test_update_fields_writes_for_the_owner_only(db: Database) -> None:
     assert (after.var_pool, after.state_reason) == ({"ROWS": "42"}, "halfway")
 
 
-async def test_mark_failover_moves_only_the_dead_epochs_instance_in_the_given_state(
-    db: Database,
-) -> None:
-    instance_id = await _owned(db, epoch=7, state=W.READY_PAUSE)
-
-    wrong_epoch = await write(
-        db, lambda c: instances.mark_failover(c, instance_id, 8, W.READY_PAUSE, at(60))
-    )
-    wrong_state = await write(
-        db, lambda c: instances.mark_failover(c, instance_id, 7, W.RUNNING, at(60))
-    )
-    assert (wrong_epoch, wrong_state) == (False, False)
-    assert (await _get(db, instance_id)).state is W.READY_PAUSE
-    assert await read(db, lambda c: instances.pending_commands(c, 10)) == []
-
-    marked = await write(
-        db, lambda c: instances.mark_failover(c, instance_id, 7, W.READY_PAUSE, at(60))
-    )
-    assert marked is True
-    after = await _get(db, instance_id)
-    assert (after.state, after.host, after.epoch) == (W.FAILOVER, "master-1:5678", 7)
-    (command,) = await read(db, lambda c: instances.pending_commands(c, 10))
-    assert command.type is CommandType.FAILOVER
-    assert command.workflow_instance_id == instance_id
-    assert command.restore_state is W.READY_PAUSE
-    assert command.scope is None
-    assert command.priority is Priority.HIGHEST
-    assert command.create_time == at(60)
-
-    twice = await write(
-        db, lambda c: instances.mark_failover(c, instance_id, 7, W.READY_PAUSE, at(61))
-    )
-    assert twice is False
-    assert len(await read(db, lambda c: instances.pending_commands(c, 10))) == 1
-
-
-async def test_owned_by_dead_epochs_lists_owned_instances_of_epochs_not_alive(
+async def test_fail_over_epoch_moves_the_dead_epochs_owned_instances_once(
     db: Database,
 ) -> None:
     workflow = await make_workflow(db)
     ids: dict[str, int] = {}
     for key, epoch, state in [
-        ("dead-running", 7, W.RUNNING),
-        ("live-stopping", 8, W.READY_STOP),
-        ("dead-pausing", 9, W.READY_PAUSE),
-        ("dead-finished", 7, W.SUCCEEDED),
+        ("running", 7, W.RUNNING),
+        ("pausing", 7, W.READY_PAUSE),
+        ("other-epoch", 8, W.RUNNING),
+        ("finished", 7, W.SUCCEEDED),
     ]:
         ids[key] = await make_instance(db, workflow)
         await claim_instance(db, ids[key], epoch=epoch, state=state)
-    ids["unclaimed"] = await make_instance(db, workflow)
 
-    found = await read(db, lambda c: instances.owned_by_dead_epochs(c, [8, 10], OWNED_STATES))
-    assert sorted(found) == [
-        (ids["dead-running"], 7, W.RUNNING),
-        (ids["dead-pausing"], 9, W.READY_PAUSE),
-    ]
-    nobody = await read(db, lambda c: instances.owned_by_dead_epochs(c, [], OWNED_STATES))
-    assert sorted(i for i, _, _ in nobody) == sorted(
-        ids[k] for k in ("dead-running", "live-stopping", "dead-pausing")
+    taken = await write(db, lambda c: instances.fail_over_epoch(c, 7, OWNED_STATES, at(60)))
+    assert sorted(taken) == sorted([(ids["running"], W.RUNNING), (ids["pausing"], W.READY_PAUSE)])
+    for key in ("running", "pausing"):
+        after = await _get(db, ids[key])
+        assert (after.state, after.epoch) == (W.FAILOVER, 7)  # the claimer stamps its epoch
+    assert (await _get(db, ids["other-epoch"])).state is W.RUNNING
+    assert (await _get(db, ids["finished"])).state is W.SUCCEEDED
+    commands = await read(db, lambda c: instances.pending_commands(c, 10))
+    assert {c.workflow_instance_id: c.restore_state for c in commands} == {
+        ids["running"]: W.RUNNING,
+        ids["pausing"]: W.READY_PAUSE,
+    }
+    assert all(c.type is CommandType.FAILOVER and c.scope is None for c in commands)
+    assert all(c.priority is Priority.HIGHEST and c.create_time == at(60) for c in commands)
+
+    again = await write(db, lambda c: instances.fail_over_epoch(c, 7, OWNED_STATES, at(61)))
+    assert again == []
+    assert len(await read(db, lambda c: instances.pending_commands(c, 10))) == 2
+
+
+async def test_fail_over_epoch_leaves_an_instance_with_a_pending_command_to_it(
+    db: Database,
+) -> None:
+    instance_id = await _owned(db, epoch=7)
+    await write(
+        db,
+        lambda c: instances.add_command(c, instance_id, CommandType.RECOVER_FAILED, 1, None, at(5)),
     )
-    everyone = await read(db, lambda c: instances.owned_by_dead_epochs(c, [7, 8, 9], OWNED_STATES))
-    assert everyone == []
+    assert await write(db, lambda c: instances.fail_over_epoch(c, 7, OWNED_STATES, at(60))) == []
+    assert (await _get(db, instance_id)).state is W.RUNNING
+
+
+async def test_dead_owner_epochs_lists_epochs_of_owned_instances_not_alive(
+    db: Database,
+) -> None:
+    workflow = await make_workflow(db)
+    for epoch, state in [
+        (7, W.RUNNING),
+        (7, W.RUNNING),
+        (8, W.READY_STOP),
+        (9, W.READY_PAUSE),
+        (10, W.SUCCEEDED),
+    ]:
+        await claim_instance(db, await make_instance(db, workflow), epoch=epoch, state=state)
+    await make_instance(db, workflow)  # unclaimed
+
+    assert await read(db, lambda c: instances.dead_owner_epochs(c, [8, 11], OWNED_STATES)) == [
+        7,
+        9,
+    ]
+    assert await read(db, lambda c: instances.dead_owner_epochs(c, [], OWNED_STATES)) == [7, 8, 9]
+    assert await read(db, lambda c: instances.dead_owner_epochs(c, [7, 8, 9], OWNED_STATES)) == []
 
 
 async def test_current_state_reads_the_state_or_none(db: Database) -> None:
@@ -326,8 +330,12 @@ async def _owner_finishes(db: Database, instance_id: int, fenced: asyncio.Barrie
 
 async def _failover(db: Database, instance_id: int, fenced: asyncio.Barrier) -> bool:
     await overlap(db, fenced)
-    async with db.transaction() as conn:
-        return await instances.mark_failover(conn, instance_id, 7, W.RUNNING, at(60))
+    try:
+        async with db.transaction() as conn:
+            taken = await instances.fail_over_epoch(conn, 7, OWNED_STATES, at(60))
+    except Aborted:
+        return False  # read RUNNING, then the update waited and no longer matched: retry later
+    return bool(taken)
 
 
 async def test_a_failover_racing_the_owners_fenced_transaction_waits_and_then_does_nothing(
