@@ -1,9 +1,10 @@
 """Load balancing across a real cluster: three equal workers share a 300-task fan-out.
 
-One master, three workers of one group with the same slots, ZooKeeper and PostgreSQL; warm-up is
-off (``DSCHED_WARMUP_SECONDS=0``) so that start order does not weigh. One workflow: a root, then
-300 short leaves at once. Each leaf appends its name and its worker's address to a file, so what
-actually ran is counted on the workers' side, next to the task instance rows (``host``).
+One master, three workers of one group with the same slots (the harness's 8), ZooKeeper and
+PostgreSQL; warm-up is off (``DSCHED_WARMUP_SECONDS=0``) so that start order does not weigh. One
+workflow: a root, then 300 short leaves at once. Each leaf appends its name and its worker's
+address to a file, so what actually ran is counted on the workers' side, next to the task instance
+rows (``host``).
 
 - ``lower_weight`` (the default): every worker takes between 20 % and 47 % of the leaves. The
   weights only change with heartbeats, so this holds only if the master spreads a burst of
@@ -24,29 +25,17 @@ import pytest
 
 from dsched import Shell, TaskState, Workflow
 from tests.cluster.harness import Cluster
+from tests.cluster.tuned import TunedCluster
 from tests.conftest import _Server
 from tests.e2e.conftest import eventually
 
 LEAVES = 300
 WORKERS = 3
-SLOTS = 8
 RUN_TIMEOUT_S = 30.0
 
 # Leaves sleep a little so that a burst really overlaps: with ``true`` alone a worker frees its
 # slots about as fast as the master fills them, and balance would not be tested.
 LEAF = 'sleep 0.05; echo "$DSCHED_TASK_NAME $DSCHED_WORKER_ADDRESS" >> {ran}'
-
-
-class TunedCluster(Cluster):
-    """The harness's cluster with extra ``DSCHED_*`` settings for every member (the harness
-    clears the test process's own ``DSCHED_*`` variables from the members' environment)."""
-
-    def __init__(self, run_dir: Path, db_url: str, settings: Mapping[str, str]) -> None:
-        super().__init__(run_dir, db_url)
-        self.settings = dict(settings)
-
-    def _env(self) -> dict[str, str]:
-        return {**super()._env(), **self.settings}
 
 
 @pytest.fixture
