@@ -21,7 +21,7 @@ from grpc import aio
 
 from dsched.server.core.backoff import Backoff
 from dsched.server.engine.jobs import DispatchJob
-from dsched.server.engine.messages import Dispatched
+from dsched.server.engine.messages import Dispatched, Waiting
 from dsched.server.engine.wire import task_execution
 from dsched.server.engine.workers import WorkerDirectory, WorkerRef
 from dsched.v1 import enums_pb2, worker_service_pb2
@@ -111,10 +111,20 @@ class Dispatcher:
             worker = self._workers.pick(job.worker_group)
             if worker is None:
                 self._parked[job.worker_group].append(job)
+                if not job.waiting:
+                    job.waiting = True
+                    job.on_dispatched(Waiting(job.spec.task_instance_id, self._why(job)))
                 continue
             batches.setdefault(worker.address, (worker, []))[1].append(job)
             taken += 1
         return batches
+
+    def _why(self, job: DispatchJob) -> str:
+        group = job.worker_group
+        members = [w for w in self._workers.members if w.group == group]
+        if not members:
+            return f"waiting for a worker: no live worker in group {group!r}"
+        return f"waiting for a worker: all {len(members)} worker(s) of group {group!r} are busy"
 
     async def _unpark_on_change(self) -> None:
         while True:

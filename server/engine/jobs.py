@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from dsched.options import TimeoutStrategy
-from dsched.server.engine.messages import Dispatched
+from dsched.server.engine.messages import Dispatched, Waiting
 from dsched.spec import TaskKind
 
 
@@ -40,8 +40,9 @@ class DispatchJob:
     spec: DispatchSpec
     worker_group: str
     order: tuple[int, int, int]  # (workflow priority, task priority, task instance id)
-    on_dispatched: Callable[[Dispatched], None]
+    on_dispatched: Callable[[Dispatched | Waiting], None]
     sent: bool = False
+    waiting: bool = False  # parked and told so (the reason is recorded once per attempt)
     cancelled: bool = False
     target: str = ""  # worker address once sent
     attempts: int = field(default=0)

@@ -94,6 +94,14 @@ class TakeOverResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Waiting:
+    """The dispatcher holds an attempt back: no worker of its group can take it now."""
+
+    task_instance_id: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class WorkerGone:
     """A worker incarnation left the registry and did not come back within the failover delay:
     its unfinished attempts are re-run elsewhere."""
@@ -129,5 +137,6 @@ Message = (
     | TakeOverResult
     | KillUnanswered
     | WorkerGone
+    | Waiting
     | Control
 )

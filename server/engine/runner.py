@@ -41,6 +41,7 @@ from dsched.server.engine.messages import (
     RetryDue,
     TakeOverResult,
     TimeoutWarning,
+    Waiting,
     WorkerEvent,
     WorkerGone,
 )
@@ -245,6 +246,8 @@ class InstanceRunner:
                 await self._on_kill_unanswered(b, msg.task_instance_id)
             elif isinstance(msg, WorkerGone):
                 await self._on_worker_gone(b, msg)
+            elif isinstance(msg, Waiting):
+                self._on_waiting(b, msg)
             else:
                 await self._on_control(b, msg)
 
@@ -325,7 +328,12 @@ class InstanceRunner:
         track = self.tracks.get(msg.task_instance_id)
         if track is None or track.state is not TaskState.SUBMITTED:
             return  # superseded, or its RUNNING event overtook this reply and recorded the host
-        values = {"host": msg.host, "worker_epoch": msg.worker_epoch, "log_path": msg.log_path}
+        values = {
+            "host": msg.host,
+            "worker_epoch": msg.worker_epoch,
+            "log_path": msg.log_path,
+            "state_reason": "",  # no longer waiting for a worker
+        }
         if self._write(b, track, {TaskState.SUBMITTED}, TaskState.DISPATCHED, values):
             track.host, track.worker_epoch = msg.host, msg.worker_epoch
             self._set_state(b, track, TaskState.DISPATCHED, f"on {msg.host}")
@@ -367,6 +375,19 @@ class InstanceRunner:
         if msg.found or track is None or track.state.terminal:
             return
         await self._fail_over(b, track, "its worker no longer has it")
+
+    def _on_waiting(self, b: _Batch, msg: Waiting) -> None:
+        track = self.tracks.get(msg.task_instance_id)
+        if track is None or track.state is not TaskState.SUBMITTED:
+            return
+        if self._write(
+            b,
+            track,
+            {TaskState.SUBMITTED},
+            TaskState.SUBMITTED,
+            {"state_reason": msg.reason[:1024]},
+        ):
+            b.events.append(self._event(track, None, "WAITING", msg.reason))
 
     async def _on_worker_gone(self, b: _Batch, msg: WorkerGone) -> None:
         lost = [

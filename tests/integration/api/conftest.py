@@ -75,6 +75,7 @@ class Cluster:
     stub: master_service_pb2_grpc.MasterServiceAsyncStub
     logs: log_service_pb2_grpc.LogServiceAsyncStub
     tmp: Path
+    ensemble: EmbeddedEnsemble
 
     @property
     def address(self) -> str:
@@ -110,7 +111,7 @@ async def start_cluster(db_url: str, tmp: Path) -> AsyncIterator[Cluster]:
         stack.push_async_callback(master.stop)
         await worker.start()
         stack.push_async_callback(worker.stop)
-        await _master_sees(master, worker.address)
+        await master_sees(master, worker.address)
         channel = aio.insecure_channel(master.address)
         stack.push_async_callback(channel.close)
         await asyncio.wait_for(channel.channel_ready(), WAIT_S)
@@ -121,10 +122,11 @@ async def start_cluster(db_url: str, tmp: Path) -> AsyncIterator[Cluster]:
             stub=master_service_pb2_grpc.MasterServiceStub(channel),
             logs=log_service_pb2_grpc.LogServiceStub(channel),
             tmp=tmp,
+            ensemble=ensemble,
         )
 
 
-async def _master_sees(master: Master, worker_address: str) -> None:
+async def master_sees(master: Master, worker_address: str) -> None:
     """Waits (bounded) until the master's worker directory lists the worker."""
     async with asyncio.timeout(WAIT_S):
         while master.workers.get(worker_address) is None:
