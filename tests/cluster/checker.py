@@ -64,12 +64,14 @@ class Report:
     fenced_rejected: int = 0
     counters: Counter[str] = field(default_factory=Counter)
     timings: dict[str, float] = field(default_factory=dict)
+    notes: dict[str, object] = field(default_factory=dict)  # scenario-specific, printed last
     details: list[str] = field(default_factory=list)
 
     def line(self) -> str:
         """The scenario's one-line report."""
         c = self.counters
         times = " ".join(f"{k}={v:.1f}s" for k, v in self.timings.items())
+        times += "".join(f" {k}={v}" for k, v in self.notes.items())
         return (
             f"[{self.scenario}] starts={self.starts} instances={self.instances} "
             f"ok={self.succeeded} failed={self.failed} lost={self.lost} stuck={self.stuck} "
