@@ -29,21 +29,37 @@ class Candidate:
     start_time: datetime
 
 
-def load_score(c: Candidate) -> float:
-    """0 (idle) .. 1 (saturated)."""
+def load_score(c: Candidate, *, saturate: bool = True) -> float:
+    """0 (idle) .. 1 (saturated). With ``saturate=False`` a backlog beyond the slots (attempts
+    queued on the worker or on their way to it) keeps counting, past 1."""
     slots = c.slots_in_use / c.slots_total if c.slots_total > 0 else 1.0
-    score = 0.3 * c.cpu + 0.2 * c.memory + 0.2 * min(c.load, 1.0) + 0.3 * min(slots, 1.0)
-    return max(0.0, min(score, 1.0))
+    if saturate:
+        slots = min(slots, 1.0)
+    score = 0.3 * c.cpu + 0.2 * c.memory + 0.2 * min(c.load, 1.0) + 0.3 * slots
+    return max(0.0, min(score, 1.0) if saturate else score)
+
+
+def warmup_factor(c: Candidate, now: datetime, warmup: timedelta) -> float:
+    """0 .. 1: the share of the warm-up period the worker has been up (1 once warm)."""
+    if warmup <= timedelta(0):
+        return 1.0
+    uptime = max(now - c.start_time, timedelta(0))
+    return min(uptime / warmup, 1.0)
 
 
 def weight(c: Candidate, now: datetime, warmup: timedelta) -> float:
     """Effective weight: idler is heavier; during warm-up it grows linearly with uptime."""
-    base = 100.0 * (1.0 - load_score(c))
-    if warmup > timedelta(0):
-        uptime = max(now - c.start_time, timedelta(0))
-        if uptime < warmup:
-            base *= uptime / warmup
+    base = 100.0 * (1.0 - load_score(c)) * warmup_factor(c, now, warmup)
     return max(base, MIN_WEIGHT)
+
+
+def headroom(c: Candidate, now: datetime, warmup: timedelta) -> float:
+    """What LowerWeight ranks by: the weight without its floor and without saturation, so that
+    among workers that are all full, the one with the shortest backlog still wins (instead of
+    the one whose last CPU or memory reading was a hair lower). Negative once over capacity."""
+    base = 100.0 * (1.0 - load_score(c, saturate=False))
+    # A warming worker gets less of the free capacity; its backlog counts in full.
+    return base * warmup_factor(c, now, warmup) if base > 0 else base
 
 
 class Selector(Protocol):
@@ -52,23 +68,15 @@ class Selector(Protocol):
 
 @dataclass(slots=True)
 class LowerWeight:
-    """Picks the candidate with the highest effective weight (lowest load), ties by address."""
+    """Picks the candidate with the most headroom (lowest load, shortest backlog), ties by
+    address."""
 
     warmup: timedelta = timedelta(minutes=10)
 
     def select(self, candidates: Sequence[Candidate], now: datetime) -> Candidate | None:
         if not candidates:
             return None
-        # Among equal weights (all saturated, say) the fewest slots in use per slot wins, so a
-        # burst spreads evenly; then the smallest address.
-        return min(
-            candidates,
-            key=lambda c: (-weight(c, now, self.warmup), _slot_ratio(c), c.address),
-        )
-
-
-def _slot_ratio(c: Candidate) -> float:
-    return c.slots_in_use / c.slots_total if c.slots_total > 0 else float("inf")
+        return min(candidates, key=lambda c: (-headroom(c, now, self.warmup), c.address))
 
 
 class SmoothRoundRobin:

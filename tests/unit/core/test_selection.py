@@ -25,6 +25,7 @@ from dsched.server.core.selection import (
     Selector,
     SmoothRoundRobin,
     WeightedRandom,
+    headroom,
     load_score,
     make_selector,
     weight,
@@ -411,3 +412,36 @@ def test_make_selector_builds_the_named_selector_with_the_warm_up(
     assert isinstance(selector, kind)
     assert isinstance(selector, LowerWeight | SmoothRoundRobin | WeightedRandom)
     assert selector.warmup == timedelta(seconds=42)
+
+
+def test_lower_weight_ranks_full_workers_by_backlog_not_by_reading_noise() -> None:
+    # All three are past their slots; the one with the shortest backlog wins although its last
+    # memory reading was a hair higher (the readings must not decide a burst's destination).
+    candidates = [
+        cand("a", memory=0.069, slots_in_use=12),
+        cand("b", memory=0.070, slots_in_use=9),
+        cand("c", memory=0.068, slots_in_use=10),
+    ]
+    chosen = LowerWeight(WARMUP).select(candidates, NOW)
+    assert chosen is not None and chosen.address == "b"
+
+
+def test_lower_weight_spreads_a_burst_evenly_once_every_worker_is_full() -> None:
+    selector = LowerWeight(WARMUP)
+    backlog = {"a": 8, "b": 8, "c": 8}  # every slot taken everywhere
+    memory = {"a": 0.069, "b": 0.070, "c": 0.0695}
+    for _ in range(90):
+        candidates = [cand(k, memory=memory[k], slots_in_use=v) for k, v in backlog.items()]
+        chosen = selector.select(candidates, NOW)
+        assert chosen is not None
+        backlog[chosen.address] += 1  # what the master's in-flight count does
+    assert sorted(backlog.values()) == [38, 38, 38]
+
+
+def test_a_warming_worker_gets_less_free_capacity_but_its_backlog_counts_in_full() -> None:
+    warm = cand("warm", slots_in_use=2)
+    fresh = cand("fresh", slots_in_use=0, age=WARMUP / 4)
+    chosen = LowerWeight(WARMUP).select([warm, fresh], NOW)
+    assert chosen is not None and chosen.address == "warm"
+    over = [cand("x", slots_in_use=32), cand("y", slots_in_use=32, age=WARMUP / 4)]
+    assert headroom(over[0], NOW, WARMUP) == headroom(over[1], NOW, WARMUP) < 0
