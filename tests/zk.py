@@ -32,6 +32,8 @@ ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 # ZooKeeper logs through slf4j; without a binding it would log nothing, so its log would be empty
 # when a test needs it most.
 SLF4J_BINDING = Path("/usr/share/java/slf4j-simple.jar")
+# zookeeper.jar's manifest names the Netty jars it always needs; the server layer also needs these.
+NETTY = (Path("/usr/share/java/netty-codec.jar"), Path("/usr/share/java/netty-resolver.jar"))
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 JVM_FLAGS = (
     "-Xmx256m",
@@ -41,6 +43,11 @@ JVM_FLAGS = (
     "-XX:TieredStopAtLevel=1",
     "-Djava.net.preferIPv4Stack=true",
     "-Dzookeeper.admin.enableServer=false",
+    # ZooKeeper 3.8.0's NIO connection layer accepts clients before the server is up and, closing
+    # them, dies on a NullPointerException before the socket is closed: a client that reconnects
+    # in that instant of a restart hangs for its whole connect timeout and loses its session.
+    # The Netty layer closes the channel first.
+    "-Dzookeeper.serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
     "-Dorg.slf4j.simpleLogger.showDateTime=true",
     "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
 )
@@ -50,7 +57,7 @@ _POLL_S = 0.05  # test tooling: a short sleep between readiness probes is fine
 _running: set[ZooKeeperServer] = set()
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -76,7 +83,7 @@ class ZooKeeperServer:
 
     def __init__(self, run_dir: Path, port: int | None = None, tick_ms: int = 1000) -> None:
         self.run_dir = run_dir
-        self.port: int = port if port is not None else _free_port()
+        self.port: int = port if port is not None else free_port()
         self.connect_string: str = f"127.0.0.1:{self.port}"
         self.tick_ms = tick_ms
         self.data_dir = run_dir / "data"
@@ -106,7 +113,8 @@ class ZooKeeperServer:
         self._reap()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._write_config()
-        classpath = os.pathsep.join(str(p) for p in (ZOOKEEPER_JAR, SLF4J_BINDING) if p.exists())
+        jars = (ZOOKEEPER_JAR, *NETTY, SLF4J_BINDING)
+        classpath = os.pathsep.join(str(p) for p in jars if p.exists())
         java = os.environ.get("JAVA", "java")
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - owned until the process is reaped
         self._proc = subprocess.Popen(
