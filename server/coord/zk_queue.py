@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 
-from dsched.errors import Unavailable
+from dsched.errors import FailedPrecondition, Unavailable
 
 if TYPE_CHECKING:
-    from dsched.server.coord.zookeeper import ZooKeeperRegistry, ZooKeeperSession
+    from dsched.server.coord.zk_connection import ZooKeeperConnection, ZooKeeperSession
 
 CONTENDER = "__lock__"
 _CONTENDER = re.compile(re.escape(CONTENDER) + r"(-?\d{10})$")
@@ -48,14 +48,14 @@ def contenders(children: Iterable[str]) -> list[str]:
 
 
 async def create_sequential(
-    registry: ZooKeeperRegistry, session: ZooKeeperSession, parent: str, suffix: str, data: bytes
+    conn: ZooKeeperConnection, session: ZooKeeperSession, parent: str, suffix: str, data: bytes
 ) -> str:
     """Creates an ephemeral sequential node ``<parent>/<uuid><suffix><seq>`` in ``session`` and
     returns its name, once, even if the connection drops while the create is in flight."""
     prefix = f"{uuid.uuid4().hex}{suffix}"
     while True:
         try:
-            created: str = await registry._op(
+            created: str = await conn.op(
                 session,
                 "create_async",
                 f"{parent}/{prefix}",
@@ -68,7 +68,7 @@ async def create_sequential(
             return created.rsplit("/", 1)[1]
         except ConnectionLoss:  # the session survived (else Unavailable): was the node made?
             try:
-                children = await registry._op(session, "get_children_async", parent)
+                children = await conn.op(session, "get_children_async", parent)
             except NoNodeError:
                 children = []
             for name in children:
@@ -77,25 +77,25 @@ async def create_sequential(
 
 
 @asynccontextmanager
-async def hold(registry: ZooKeeperRegistry, path: str, identifier: str) -> AsyncIterator[None]:
+async def hold(conn: ZooKeeperConnection, path: str, identifier: str) -> AsyncIterator[None]:
     """Queues in ``path``, waits to be first and holds that place while the block runs."""
-    session = await registry._live_session()
-    node = await create_sequential(registry, session, path, CONTENDER, identifier.encode())
+    session = await conn.live_session()
+    node = await create_sequential(conn, session, path, CONTENDER, identifier.encode())
     mine = f"{path}/{node}"
     try:
-        await _wait_turn(registry, session, path, node)
+        await _wait_turn(conn, session, path, node)
         # Granted while disconnected? Usable only once back, and only if the session survived.
-        await registry._live_session(bound=session)
+        await conn.live_session(bound=session)
         yield
     finally:
-        await registry._discard(session, mine)
+        await _leave(conn, session, mine)
 
 
 async def _wait_turn(
-    registry: ZooKeeperRegistry, session: ZooKeeperSession, path: str, node: str
+    conn: ZooKeeperConnection, session: ZooKeeperSession, path: str, node: str
 ) -> None:
     while True:
-        queue = contenders(await registry._op(session, "get_children_async", path))
+        queue = contenders(await conn.op(session, "get_children_async", path))
         if node not in queue:
             raise Unavailable(f"the registry session ended while waiting for {path}")
         place = queue.index(node)
@@ -105,24 +105,40 @@ async def _wait_turn(
         # Watch only the predecessor, not the whole queue: one waiter wakes per release. The watch
         # also fires (type NONE) when kazoo drops watches on a disconnect: then we look again.
         predecessor = f"{path}/{queue[place - 1]}"
-        stat = await registry._op(session, "exists_async", predecessor, _waker(registry, moved))
+        stat = await conn.op(session, "exists_async", predecessor, _waker(conn, moved))
         if stat is not None:
-            await registry._until(session, moved)
+            await conn.until(session, moved)
 
 
-def _waker(registry: ZooKeeperRegistry, event: asyncio.Event) -> Callable[[Any], None]:
+async def _leave(conn: ZooKeeperConnection, session: ZooKeeperSession, node: str) -> None:
+    """Deletes this session's queue ``node``. Awaited while connected, so that the next contender
+    is served at once; while disconnected the delete waits for the reconnect in the background
+    (a surviving session would otherwise hold the place forever) and the caller goes on."""
+    if session.ended.is_set():
+        return  # the node died with its session
+
+    async def delete() -> None:
+        with contextlib.suppress(NoNodeError, Unavailable, FailedPrecondition):
+            await conn.op(session, "delete_async", node)
+
+    task = conn.spawn(delete(), f"leave {node}")
+    if conn.current_session() is session:
+        await asyncio.shield(task)
+
+
+def _waker(conn: ZooKeeperConnection, event: asyncio.Event) -> Callable[[Any], None]:
     """A kazoo watch callback (kazoo's thread) that sets ``event`` on the loop."""
-    return lambda _: registry._hop(event.set)
+    return lambda _: conn.hop(event.set)
 
 
-async def leader(registry: ZooKeeperRegistry, session: ZooKeeperSession, path: str) -> str | None:
+async def leader(conn: ZooKeeperConnection, session: ZooKeeperSession, path: str) -> str | None:
     """The identifier held by the first contender of ``path``; None if nobody queues."""
     try:
-        children = await registry._op(session, "get_children_async", path)
+        children = await conn.op(session, "get_children_async", path)
     except NoNodeError:
         return None
     for node in contenders(children):
         with contextlib.suppress(NoNodeError):  # it left meanwhile: the next one leads
-            data, _ = await registry._op(session, "get_async", f"{path}/{node}")
+            data, _ = await conn.op(session, "get_async", f"{path}/{node}")
             return bytes(data).decode("utf-8", "replace")
     return None

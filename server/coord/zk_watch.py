@@ -32,7 +32,7 @@ from dsched.errors import DschedError
 from dsched.server.coord.registry import ChildrenListener
 
 if TYPE_CHECKING:
-    from dsched.server.coord.zookeeper import ZooKeeperRegistry
+    from dsched.server.coord.zk_connection import ZooKeeperConnection
 
 _log = logging.getLogger(__name__)
 
@@ -42,10 +42,10 @@ _DISCONNECTED = (ConnectionLoss, SessionExpiredError, ConnectionClosedError)
 
 class ChildrenWatch:
     """One ``watch_children`` registration on the absolute ZooKeeper path ``zpath``. Lives on the
-    registry's event loop; kazoo's watch callbacks only hop onto it (``registry._hop``)."""
+    connection's event loop; kazoo's watch callbacks only hop onto it."""
 
-    def __init__(self, registry: ZooKeeperRegistry, zpath: str, listener: ChildrenListener) -> None:
-        self._registry = registry
+    def __init__(self, conn: ZooKeeperConnection, zpath: str, listener: ChildrenListener) -> None:
+        self._conn = conn
         self._zpath = zpath
         self._listener = listener
         self.active = True
@@ -65,7 +65,7 @@ class ChildrenWatch:
             self._children_stale = True
             self._stale.update(self._cache)
         if self._task is None or self._task.done():
-            self._task = self._registry._spawn(self._run(), f"watch {self._zpath}")
+            self._task = self._conn.spawn(self._run(), f"watch {self._zpath}")
 
     def cancel(self) -> None:
         self.active = False
@@ -75,10 +75,10 @@ class ChildrenWatch:
     # -- kazoo watch callbacks (kazoo's thread: hop onto the loop and nothing else) ---------------
 
     def _kazoo_children_event(self, event: Any) -> None:
-        self._registry._hop(self._on_children_event, event)
+        self._conn.hop(self._on_children_event, event)
 
     def _kazoo_data_event(self, event: Any) -> None:
-        self._registry._hop(self._on_data_event, event)
+        self._conn.hop(self._on_data_event, event)
 
     # -- on the loop ------------------------------------------------------------------------------
 
@@ -96,17 +96,17 @@ class ChildrenWatch:
 
     async def _run(self) -> None:
         while self.active and (self._children_stale or self._stale):
-            if self._registry._current_session() is None:
+            if self._conn.current_session() is None:
                 return  # the next CONNECTED kicks a full refresh
-            connects = self._registry._connects
+            connects = self._conn.connects
             try:
                 await self._refresh()
             except _DISCONNECTED:
                 self.kick(full=True)
-                await self._registry._next_connect(connects)
+                await self._conn.next_connect(connects)
                 continue
             except DschedError:
-                return  # the registry stopped
+                return  # the client stopped
             except Exception:
                 _log.exception("registry watch on %s failed; retried on reconnect", self._zpath)
                 return
@@ -147,7 +147,7 @@ class ChildrenWatch:
         return bytes(data)
 
     async def _read(self, method: str, *args: Any) -> Any:
-        return await self._registry._raw(method, *args)
+        return await self._conn.raw(method, *args)
 
     def _deliver(self) -> None:
         snapshot = MappingProxyType(dict(self._cache))
