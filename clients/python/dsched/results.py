@@ -224,14 +224,6 @@ class ClusterMember:
     report_time: datetime | None = None
     weight: float = 0.0
 
-    @property
-    def uptime(self) -> timedelta | None:
-        """How long the member had run at its latest heartbeat. Both ends come from the member's
-        own clock, so skew between hosts does not distort it."""
-        if self.start_time is None or self.report_time is None:
-            return None
-        return max(self.report_time - self.start_time, timedelta(0))
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerInfo:

@@ -349,8 +349,8 @@ class FakeMaster(master_service_pb2_grpc.MasterServiceServicer):
             status=enums_pb2.SERVER_STATUS_NORMAL,
         )
         beat.start_time.CopyFrom(now())
-        beat.report_time.CopyFrom(beat.start_time)
-        beat.report_time.seconds += 3723  # up 1h02m03s
+        beat.start_time.seconds -= 3723  # up 1h02m03s
+        beat.report_time.CopyFrom(now())
         members = [
             resources_pb2.ClusterMember(
                 role=enums_pb2.SERVER_ROLE_MASTER, address="10.0.0.1:5678", heartbeat=beat

@@ -8,6 +8,7 @@ import argparse
 import runpy
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 from dsched.cli import format as fmt
 from dsched.cli.logs import LogFollower, Printer, event_line
@@ -165,6 +166,9 @@ def workflows(args: argparse.Namespace, client: Client) -> int:
 
 def cluster(args: argparse.Namespace, client: Client) -> int:
     """The live masters and workers: latest heartbeat, selection weight, epoch and uptime."""
+    # Uptime by this host's clock: a heartbeat's report time lags by up to an interval, and
+    # cluster hosts keep their clocks in sync well enough for a display.
+    now = datetime.now(UTC)
     rows = (
         (
             m.role,
@@ -178,7 +182,7 @@ def cluster(args: argparse.Namespace, client: Client) -> int:
             f"{m.slots_in_use}/{m.slots_total}",
             f"{m.weight:.1f}" if m.role is ServerRole.WORKER else None,
             m.epoch,
-            fmt.elapsed(m.uptime),
+            fmt.elapsed(max(now - m.start_time, timedelta(0)) if m.start_time else None),
         )
         for m in client.cluster_members()
     )
