@@ -20,9 +20,11 @@ from dsched.states import TaskState, WorkflowState
 
 @pytest.fixture
 def servers(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[str]]]:
-    """A stand-in ``dsched.server.standalone`` recording the argv each entry point gets."""
+    """Stand-ins for ``dsched.server.standalone`` and ``dsched.server.processes`` recording the
+    argv each entry point gets."""
     calls: dict[str, list[str]] = {}
-    module = types.ModuleType("dsched.server.standalone")
+    standalone = types.ModuleType("dsched.server.standalone")
+    processes = types.ModuleType("dsched.server.processes")
 
     def entry(name: str, code: int | None) -> object:
         def run(argv: list[str]) -> int | None:
@@ -31,10 +33,11 @@ def servers(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[str]]]:
 
         return run
 
-    module.main = entry("standalone", None)  # type: ignore[attr-defined]
-    module.master_main = entry("master", 0)  # type: ignore[attr-defined]
-    module.worker_main = entry("worker", 3)  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "dsched.server.standalone", module)
+    standalone.main = entry("standalone", None)  # type: ignore[attr-defined]
+    processes.master_main = entry("master", 0)  # type: ignore[attr-defined]
+    processes.worker_main = entry("worker", 3)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "dsched.server.standalone", standalone)
+    monkeypatch.setitem(sys.modules, "dsched.server.processes", processes)
     yield calls
 
 
@@ -58,6 +61,18 @@ def test_missing_server_module_is_an_error(
     monkeypatch.setitem(sys.modules, "dsched.server.standalone", None)  # makes the import fail
     assert main(["standalone"]) == 1
     assert capsys.readouterr().err.startswith("error: the dsched server is not available")
+
+
+def test_missing_entry_point_is_an_error(
+    servers: dict[str, list[str]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delattr(sys.modules["dsched.server.processes"], "worker_main")
+    assert main(["worker"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: the dsched server here has no dsched.server.processes.worker")
+    assert "worker" not in servers
 
 
 def test_unknown_options_of_client_commands_are_usage_errors(

@@ -26,6 +26,12 @@ from dsched.states import WorkflowState
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+# Server entry points -> their modules: dsched standalone, and the cluster processes.
+_SERVER_ENTRIES = {
+    "main": "dsched.server.standalone",
+    "master_main": "dsched.server.processes",
+    "worker_main": "dsched.server.processes",
+}
 
 
 def _version() -> str:
@@ -164,17 +170,18 @@ def _pass_through(argv: Sequence[str]) -> tuple[str, list[str]] | None:
 
 
 def _serve(entry_name: str, argv: list[str]) -> int:
-    """Hands over to dsched.server.standalone, imported only now (see module docstring)."""
+    """Hands over to a server entry point, importing its module only now (see module docstring)."""
+    module_name = _SERVER_ENTRIES[entry_name]
     try:
-        module = importlib.import_module("dsched.server.standalone")
+        module = importlib.import_module(module_name)
     except ImportError as err:
         raise DschedError(f"the dsched server is not available here: {err}") from None
     entry: Callable[[list[str]], int | None] | None = getattr(module, entry_name, None)
     if entry is None:
-        # Cluster processes come with the ZooKeeper registry; say so instead of a traceback.
+        # A server package of another version; say so instead of a traceback.
         raise DschedError(
-            f"'dsched {entry_name.removesuffix('_main')}' (cluster mode) is not in this build; "
-            "use 'dsched standalone'"
+            f"the dsched server here has no {module_name}.{entry_name}: "
+            "install the same version of dsched for the client and the server"
         )
     return entry(argv) or 0
 
