@@ -1,0 +1,81 @@
+"""``deploy/local-cluster/up``, ``status`` and ``down``, as the README tells users to run them, on a
+private run directory and free ports: ZooKeeper, two masters and three workers come up, run a
+workflow across the workers, and all go away again."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dsched import Client, Shell, Workflow, WorkflowState
+from tests.conftest import free_port
+from tests.e2e.conftest import DSCHED, REPO, alive, clean_env, cli, parse_table
+from tests.zk import four_letter_word
+
+SCRIPTS = REPO / "deploy" / "local-cluster"
+READY_RE = re.compile(r"dsched (master|worker) is up: address (\S+), .*pid (\d+)$")
+
+
+def script(name: str, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(SCRIPTS / name)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.timeout(150)
+def test_up_run_status_down(tmp_path: Path, pg_url: str) -> None:
+    zk_port = free_port()
+    masters, workers = [free_port() for _ in range(2)], [free_port() for _ in range(3)]
+    env = clean_env(
+        DSCHED_CLUSTER_DIR=str(tmp_path / "cluster"),
+        DSCHED_CLUSTER_ZK_PORT=str(zk_port),
+        DSCHED_CLUSTER_MASTER_PORTS=" ".join(map(str, masters)),
+        DSCHED_CLUSTER_WORKER_PORTS=" ".join(map(str, workers)),
+        DSCHED_CLUSTER_DB_URL=pg_url,
+        DSCHED_BIN=str(DSCHED),
+    )
+    pids: list[int] = []
+    try:
+        up = script("up", env, timeout=120)
+        assert up.returncode == 0, up.stdout + up.stderr
+        ready = [m for line in up.stdout.splitlines() if (m := READY_RE.search(line))]
+        pids = [int(m[3]) for m in ready]
+        expected = [f"127.0.0.1:{p}" for p in masters + workers]
+        assert [m[2] for m in ready] == expected
+        assert f"--server 127.0.0.1:{masters[0]} cluster" in up.stdout
+        assert four_letter_word(zk_port, "ruok") == "imok"
+
+        listed = cli(f"127.0.0.1:{masters[1]}", "cluster")
+        rows = parse_table(listed.stdout)
+        assert sorted((r["ROLE"], r["ADDRESS"]) for r in rows) == sorted(
+            [("MASTER", a) for a in expected[:2]] + [("WORKER", a) for a in expected[2:]]
+        )
+        with Client.connect(f"127.0.0.1:{masters[0]}") as client:
+            with Workflow("spread", project="e2e-local-cluster") as wf:
+                Shell("a", "echo a") >> [Shell(f"b{n}", "sleep 0.2") for n in range(6)]
+            run = wf.run(client=client, wait=True, timeout=60)
+            assert run.state is WorkflowState.SUCCEEDED
+            hosts = {t.host for t in client.iter_task_instances(run.id)}
+            assert hosts <= set(expected[2:]) and hosts
+
+        status = script("status", env, timeout=60)
+        assert status.returncode == 0, status.stdout + status.stderr
+        assert status.stdout.count(" running") == 6
+    finally:
+        down = script("down", env, timeout=240)
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert down.stdout.count(" stopped (pid ") == 6
+    assert not [pid for pid in pids if alive(pid)]
+    for name in ("master", "worker"):
+        for log in (tmp_path / "cluster").glob(f"{name}-*/dsched.log"):
+            text = log.read_text()
+            assert f"dsched {name}: stopped" in text and "Traceback" not in text, text[-3000:]
+    assert script("status", env, timeout=60).returncode == 1
