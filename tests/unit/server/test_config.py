@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -315,3 +317,28 @@ def test_configure_logging_sets_level_and_replaces_itself(root_logger: logging.L
     assert "INFO    worker dsched.test: hello" in second.getvalue()
     assert root_logger.level == logging.INFO
     assert logging.getLogger("kazoo").level == logging.WARNING
+
+
+DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
+# Settings a role has no use for: the samples leave them out.
+UNUSED: dict[Role, set[str]] = {
+    "master": {"worker_port", "worker_slots", "outbox_fsync"},
+    "worker": {"worker_port", "db_url", "failover_delay", "host_selector", "warmup_seconds"},
+}
+
+
+@pytest.mark.parametrize("role", ["master", "worker"])
+def test_sample_configs_load_and_name_every_setting(role: Role) -> None:
+    sample = DEPLOY / "config" / f"{role}.toml"
+    s = load(["--config", str(sample)], role)
+    assert s.role == role and s.data_dir == Path(f"/var/lib/dsched/{role}")
+    assert s.zookeeper == ("127.0.0.1:2181", "/dsched") and s.registry_credentials is None
+    text = sample.read_text()
+    named = set(re.findall(r"^#? ?(\w+) = ", text, re.MULTILINE))
+    settings = {f.name for f in dataclasses.fields(Settings)} - {"role"}
+    assert named == settings - UNUSED[role]
+
+
+def test_standalone_sample_config_loads() -> None:
+    s = load(["--config", str(DEPLOY / "standalone" / "dsched.toml")])
+    assert (s.data_dir, s.embedded_registry) == (Path("/var/lib/dsched"), True)
