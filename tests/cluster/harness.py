@@ -37,6 +37,7 @@ from typing import IO, Literal
 
 from dsched import Client, Unavailable
 from tests.cluster.db import Database
+from tests.cluster.deaths import DeathWatch
 from tests.cluster.ledger import TaskLedger
 from tests.cluster.watcher import RegistryWatcher
 from tests.e2e.conftest import process_state
@@ -147,6 +148,7 @@ class Cluster:
         # Task process (pid) -> wall-clock time it was seen to die, for runs that could not write
         # their own end line (SIGKILLed): the checker's overlap arithmetic needs an end.
         self.deaths: dict[int, float] = {}
+        self.death_watch = DeathWatch(self.ledger, self.deaths)
         self._counts: Counter[Role] = Counter()
 
     @property
@@ -163,6 +165,7 @@ class Cluster:
             self.zk.connect_string, self.chroot, session_timeout=self.timeouts.session
         )
         self.watcher.start()
+        self.death_watch.start()
         if masters:
             self.add_master()
         pending = [self._spawn("master") for _ in range(masters - 1)]
@@ -381,6 +384,7 @@ class Cluster:
 
     def close(self) -> None:
         """Kills every process this cluster started (bounded) and releases the database."""
+        self.death_watch.stop()
         for client in self._clients.values():
             client.close()
         self._clients.clear()
