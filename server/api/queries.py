@@ -105,13 +105,23 @@ class QueriesApi:
             # wakes us (see Notifier).
             signal = self.ctx.notifier.signal(request.id)
             async with self.ctx.db.read() as conn:
+                # Events first, then the state: a frame's state is never older than its events
+                # (another master may commit between the two reads; on PostgreSQL and MariaDB each
+                # statement sees what is committed when it starts).
+                batch = await event_log.after(conn, request.id, cursor, WATCH_BATCH)
                 state = await instance_repo.current_state(conn, request.id)
                 if state is None:
                     raise NotFound(
                         f"workflow instance {request.id} not found",
                         metadata={"instance": str(request.id)},
                     )
-                batch = await event_log.after(conn, request.id, cursor, WATCH_BATCH)
+                if state.terminal and len(batch) < WATCH_BATCH:
+                    # The terminal state commits with its events: fetch any that landed between
+                    # the two reads, so the stream does not end without them.
+                    start = batch[-1].sequence if batch else cursor
+                    batch += await event_log.after(
+                        conn, request.id, start, WATCH_BATCH - len(batch)
+                    )
             if batch:
                 cursor = batch[-1].sequence
                 yield pb.WatchWorkflowInstanceResponse(
