@@ -75,10 +75,14 @@ class Member:
     log_file: IO[bytes]
     address: str = ""
     epoch: int = 0
-    pid: int = 0
     state: Literal["starting", "running", "paused", "killed", "stopped"] = "starting"
     killed_at: float | None = None  # time.monotonic() of kill9
     killed_wall: float | None = None  # time.time() of kill9, for the ledger's wall clock
+
+    @property
+    def pid(self) -> int:
+        """The server's pid, also its process group id (it leads its own session)."""
+        return self.proc.pid
 
     @property
     def alive(self) -> bool:
@@ -124,6 +128,8 @@ def _is_task_of(pid: int, marker: str) -> bool:
 
 
 def _killpg(pgid: int, sig: signal.Signals = signal.SIGKILL) -> None:
+    # killpg(0) would signal the caller's own group (pytest), killpg(1) init's: never.
+    assert pgid > 1 and pgid != os.getpgrp(), pgid
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
 
@@ -256,8 +262,7 @@ class Cluster:
             if match:
                 member.address = match["address"]
                 member.epoch = int(match["epoch"])
-                member.pid = int(match["pid"])
-                assert member.pid == member.proc.pid, (member, match[0])
+                assert int(match["pid"]) == member.pid, (member, match[0])
                 member.state = "running"
                 return member
             if not member.alive:
@@ -383,28 +388,38 @@ class Cluster:
         return "\n".join(parts)
 
     def close(self) -> None:
-        """Kills every process this cluster started (bounded) and releases the database."""
-        self.death_watch.stop()
-        for client in self._clients.values():
-            client.close()
-        self._clients.clear()
+        """Kills every process this cluster started (bounded) and releases the database. Each
+        step runs even if an earlier one failed: no process may outlive the test."""
+        try:
+            self._kill_all()
+        finally:
+            try:
+                self.death_watch.stop()
+                for client in self._clients.values():
+                    client.close()
+                self._clients.clear()
+                if self.watcher is not None:
+                    self.watcher.stop()
+            finally:
+                self.zk.close()
+                self.db.close()
+
+    def _kill_all(self) -> None:
         marker = f"CHAOS_RUN_DIR={self.run_dir}"
-        leftover_tasks: set[int] = set()
+        tasks: set[int] = set()
         for member in self.members:
             if member.alive:
-                leftover_tasks.update(_children(member.pid))
-        leftover_tasks.update(line.pid for line in self.ledger.lines())
+                _killpg(member.pid, signal.SIGSTOP)  # spawns nothing more from here on
+                tasks.update(_children(member.pid))
         for member in self.members:
             if member.alive:
                 _killpg(member.pid)
-        for pid in leftover_tasks:
+        with contextlib.suppress(AssertionError):  # a torn ledger must not stop the clean-up
+            tasks.update(line.pid for line in self.ledger.lines())
+        for pid in tasks:
             if _is_task_of(pid, marker):
                 _killpg(pid)
         for member in self.members:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 member.proc.wait(STOP_TIMEOUT_S)
             member.log_file.close()
-        if self.watcher is not None:
-            self.watcher.stop()
-        self.zk.close()
-        self.db.close()
