@@ -16,6 +16,9 @@ ledger, the fenced effect tables and the masters' counters, and returns a :class
   whose end is none of these (dead, time unknown: counted as lasting until the check, an upper
   bound);
   ``orphans`` counts runs still alive after the drain (nobody supervises them any more).
+- ``crashed``: members that exited although the harness neither killed nor stopped them (a
+  server must survive every fault here); ``tracebacks``: tracebacks in the members' logs
+  (reported: some faults make servers log one).
 - ``fenced_dup``: logical tasks with more than one accepted effect (must be 0 where every stale
   run outlives its attempt's failover); ``fence_breaches``: effects accepted after their attempt
   was failed over (must be 0 always: the fence itself failed);
@@ -66,6 +69,8 @@ class Report:
     fenced_missing: int = 0
     fenced_rejected: int = 0
     fence_breaches: int = 0
+    crashed: int = 0
+    tracebacks: int = 0
     counters: Counter[str] = field(default_factory=Counter)
     timings: dict[str, float] = field(default_factory=dict)
     notes: dict[str, object] = field(default_factory=dict)  # scenario-specific, printed last
@@ -84,7 +89,8 @@ class Report:
             f"overlap_s={self.overlap_s:.1f} raw_dup_success={self.raw_dup_success} "
             f"open_runs={self.open_runs} orphans={self.orphans} fenced_dup={self.fenced_dup} "
             f"fenced_missing={self.fenced_missing} fenced_rejected={self.fenced_rejected} "
-            f"fence_breaches={self.fence_breaches} "
+            f"fence_breaches={self.fence_breaches} crashed={self.crashed} "
+            f"tracebacks={self.tracebacks} "
             f"stale_events={c['stale_events']} stale_writes={c['stale_writes']} "
             f"ownership_lost={c['ownership_lost']} claimed={c['commands_claimed']} "
             f"lost_race={c['commands_lost_race']} taken_over={c['instances_taken_over']} "
@@ -103,6 +109,7 @@ class Report:
             "fenced_dup",
             "fenced_missing",
             "fence_breaches",
+            "crashed",
         )
         bad = {n: getattr(self, n) for n in names if n not in tolerate and getattr(self, n)}
         assert not bad, f"{self.scenario}: invariants broken {bad}\n{self.line()}\n" + "\n".join(
@@ -154,6 +161,11 @@ def check(
     _count_tasks(cluster, report)
     _count_runs(cluster, report)
     report.counters = cluster.counters()
+    for member in cluster.members:
+        if member.state in ("running", "paused") and not member.alive:
+            report.crashed += 1
+            report.details.append(f"crashed: {member!r} exited {member.proc.returncode}")
+        report.tracebacks += member.log().count("Traceback")
     return report
 
 

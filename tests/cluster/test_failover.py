@@ -181,6 +181,7 @@ def test_kill9_worker_mid_task(cluster: Cluster, capsys: pytest.CaptureFixture[s
         old, new = attempts_of(cluster, *key)
         assert not old.valid and old.worker_epoch == victim.epoch, old
         assert new.worker_epoch != victim.epoch, new
+        assert old.retry_times == new.retry_times == 0, "failover used up a user retry"
     assert report.reruns == len(affected), report.details
     assert report.raw_dup_concurrent == 0 and report.raw_dup_success == 0, report.details
     assert report.counters["tasks_failed_over"] >= 1, report.counters

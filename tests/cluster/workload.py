@@ -118,17 +118,20 @@ class Attempt:
     state: str
     valid: bool
     worker_epoch: int
+    retry_times: int
 
 
 def attempts_of(cluster: Cluster, wi: int, task: str) -> list[Attempt]:
     """Every attempt of one logical task, in attempt order."""
     rows = cluster.db.query(
-        "SELECT id, attempt, state, valid, worker_epoch FROM task_instances "
+        "SELECT id, attempt, state, valid, worker_epoch, retry_times FROM task_instances "
         "WHERE workflow_instance_id = $1 AND task_name = $2 ORDER BY attempt",
         wi,
         task,
     )
-    return [Attempt(int(r[0]), int(r[1]), str(r[2]), bool(r[3]), int(r[4])) for r in rows]
+    return [
+        Attempt(int(r[0]), int(r[1]), str(r[2]), bool(r[3]), int(r[4]), int(r[5])) for r in rows
+    ]
 
 
 def event_kinds(cluster: Cluster, kind: str) -> Counter[int]:
