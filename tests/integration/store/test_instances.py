@@ -180,6 +180,30 @@ async def test_fail_over_epoch_moves_the_dead_epochs_owned_instances_once(
     assert len(await read(db, lambda c: instances.pending_commands(c, 10))) == 2
 
 
+async def test_a_failover_that_crashes_before_commit_leaves_everything_for_the_next_one(
+    db: Database,
+) -> None:
+    workflow = await make_workflow(db)
+    ids = [await make_instance(db, workflow) for _ in range(3)]
+    for instance_id in ids:
+        await claim_instance(db, instance_id, epoch=7, state=W.RUNNING)
+
+    class Crash(Exception):
+        pass
+
+    with pytest.raises(Crash):
+        async with db.transaction() as conn:
+            taken = await instances.fail_over_epoch(conn, 7, OWNED_STATES, at(60))
+            assert len(taken) == 3
+            raise Crash  # the process dies between the updates and the commit
+    assert all([(await _get(db, i)).state is W.RUNNING for i in ids])
+    assert await read(db, lambda c: instances.pending_commands(c, 10)) == []
+
+    again = await write(db, lambda c: instances.fail_over_epoch(c, 7, OWNED_STATES, at(61)))
+    assert sorted(i for i, _ in again) == sorted(ids)
+    assert len(await read(db, lambda c: instances.pending_commands(c, 10))) == 3
+
+
 async def test_fail_over_epoch_leaves_an_instance_with_a_pending_command_to_it(
     db: Database,
 ) -> None:
