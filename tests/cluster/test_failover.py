@@ -48,6 +48,8 @@ PAUSE_S = 14.0  # > session timeout (6 s) + failover delay (4 s) + ZooKeeper's t
 DETECT_TIMEOUT_S = 30.0
 TAKEOVER_TIMEOUT_S = 45.0
 DRAIN_S = 90.0
+# dsched's ZooKeeper client caps kazoo's reconnect back-off at 1 s (server/coord).
+RECONNECT_BACKOFF_S = 1.0
 DIAMOND = [("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")]
 
 
@@ -413,9 +415,16 @@ def _start(clients: list[Client], workflow: str, i: int) -> int:
 def test_zookeeper_restart_within_session(
     cluster: Cluster, capsys: pytest.CaptureFixture[str], gap_s: float
 ) -> None:
-    """F4a: ZooKeeper is SIGKILLed and restarted ``gap_s`` later; with the JVM's start-up it is
-    back within 1.5-2.5 s, well inside the 6 s session timeout: sessions survive, nobody fails
-    over, everything completes."""
+    """F4a: ZooKeeper is SIGKILLed and restarted ``gap_s`` later (the JVM's start-up, 1-2.5 s on
+    this box, makes the rest of the outage), well inside the 6 s session timeout: sessions
+    survive, and everything completes.
+
+    Workers fence themselves after half the session timeout without the registry (3 s), and a
+    client may need up to its reconnect back-off (1 s) to notice ZooKeeper is back. An outage that
+    leaves that much time before the fence must cause no failover at all; a longer one (the JVM
+    can be slow to start under load) makes the workers fence and their attempts re-run, by
+    design: then only the invariants are asserted, the re-runs reported and bounded.
+    """
     cluster.start(masters=2, workers=2)
     assert cluster.watcher is not None
     straddle = define(cluster, "straddle", {"a": 8, "b": 3}, [("a", "b")])
@@ -424,7 +433,7 @@ def test_zookeeper_restart_within_session(
 
     t0 = time.monotonic()
     cluster.zk.kill()
-    time.sleep(gap_s)  # the JVM's own start-up (1-2 s here) makes the rest of the outage
+    time.sleep(gap_s)
     cluster.zk.restart()
     timings = {"T_zk_down": since(t0)}
     assert timings["T_zk_down"] < cluster.timeouts.session, timings
@@ -434,10 +443,16 @@ def test_zookeeper_restart_within_session(
     report = check(
         cluster, f"F4a ZooKeeper kill-9, restart after {gap_s:g}s", started, timings=timings
     )
+    quiet = timings["T_zk_down"] + RECONNECT_BACKOFF_S < cluster.timeouts.session / 2
+    report.notes["within_fence_deadline"] = quiet
     publish(capsys, report)
     report.assert_invariants()
     assert report.counters["instances_taken_over"] == 0, report.counters
-    assert report.counters["tasks_failed_over"] == 0, report.counters
     assert not event_kinds(cluster, "FAILOVER"), "an instance failed over"
-    assert report.reruns == 0 and report.runs == task_rows(cluster), report.details
-    assert not cluster.watcher.gone_since(after=t0), cluster.watcher.gone_since(after=t0)
+    if quiet:
+        assert report.counters["tasks_failed_over"] == 0, report.counters
+        assert report.reruns == 0 and report.runs == task_rows(cluster), report.details
+        assert not cluster.watcher.gone_since(after=t0), cluster.watcher.gone_since(after=t0)
+    else:
+        assert report.reruns <= len(started), report.details  # each running attempt once
+        assert report.raw_dup_concurrent == 0, report.details  # fenced before the re-run
