@@ -80,6 +80,7 @@ class HeartbeatInfo:
     status: ServerStatus
     epoch: int
     pid: int
+    queued: int = 0  # attempts waiting for a slot (workers)
 
     @classmethod
     def from_sample(
@@ -93,6 +94,7 @@ class HeartbeatInfo:
         report_time: datetime,
         epoch: int,
         pid: int,
+        queued: int = 0,
     ) -> HeartbeatInfo:
         """A heartbeat for ``sample`` with the status :func:`status_for` gives it."""
         return cls(
@@ -107,6 +109,7 @@ class HeartbeatInfo:
             status=status_for(sample, thresholds, slots_in_use, slots_total),
             epoch=epoch,
             pid=pid,
+            queued=queued,
         )
 
 
@@ -186,6 +189,7 @@ def encode_heartbeat(info: HeartbeatInfo) -> bytes:
         status=_TO_PROTO[info.status],
         epoch=info.epoch,
         pid=info.pid,
+        queued=info.queued,
     )
     message.start_time.FromDatetime(info.start_time)
     message.report_time.FromDatetime(info.report_time)
@@ -228,4 +232,5 @@ def decode_heartbeat(data: bytes) -> HeartbeatInfo:
         status=status,
         epoch=message.epoch,
         pid=message.pid,
+        queued=message.queued,
     )

@@ -62,6 +62,7 @@ class Agent:
         slots_total: int,
         slots_in_use: Callable[[], int],
         heartbeat_interval: float,
+        queued: Callable[[], int] = lambda: 0,
         clock: Clock,
         pid: int,
         on_lost: Callable[[], None],
@@ -75,6 +76,7 @@ class Agent:
         self.path = worker_node(group, address)
         self._slots_total = slots_total
         self._slots_in_use = slots_in_use
+        self._queued = queued
         self._interval = heartbeat_interval
         self._clock = clock
         self._pid = pid
@@ -233,5 +235,6 @@ class Agent:
             report_time=self._clock(),
             epoch=self.epoch,
             pid=self._pid,
+            queued=self._queued(),
         )
         return encode_heartbeat(info)

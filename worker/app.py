@@ -180,8 +180,8 @@ class Worker:
             group=self.options.group,
             address=self.address,
             slots_total=self.options.slots,
-            # Queued attempts count: a master comparing workers must see the backlog too.
-            slots_in_use=lambda: self.runner.slots_in_use + self.runner.queued,
+            slots_in_use=lambda: self.runner.slots_in_use,
+            queued=lambda: self.runner.queued,
             heartbeat_interval=self.options.heartbeat_interval,
             clock=self._clock,
             pid=os.getpid(),

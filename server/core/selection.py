@@ -27,12 +27,14 @@ class Candidate:
     slots_in_use: int
     slots_total: int
     start_time: datetime
+    backlog: int = 0  # attempts queued on the worker or sent since its last heartbeat
 
 
 def load_score(c: Candidate, *, saturate: bool = True) -> float:
-    """0 (idle) .. 1 (saturated). With ``saturate=False`` a backlog beyond the slots (attempts
-    queued on the worker or on their way to it) keeps counting, past 1."""
-    slots = c.slots_in_use / c.slots_total if c.slots_total > 0 else 1.0
+    """0 (idle) .. 1 (saturated), counting the backlog as slots in use. With ``saturate=False`` a
+    backlog beyond the slots keeps counting, past 1."""
+    used = c.slots_in_use + c.backlog
+    slots = used / c.slots_total if c.slots_total > 0 else 1.0
     if saturate:
         slots = min(slots, 1.0)
     score = 0.3 * c.cpu + 0.2 * c.memory + 0.2 * min(c.load, 1.0) + 0.3 * slots

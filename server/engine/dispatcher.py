@@ -111,20 +111,19 @@ class Dispatcher:
             worker = self._workers.pick(job.worker_group)
             if worker is None:
                 self._parked[job.worker_group].append(job)
-                if not job.waiting:
+                if not job.waiting and not self._has_members(job.worker_group):
+                    # Said once per attempt, and only when the group has nobody: all of its
+                    # workers being busy is ordinary queueing, not worth a write per task.
                     job.waiting = True
-                    job.on_dispatched(Waiting(job.spec.task_instance_id, self._why(job)))
+                    reason = f"waiting for a worker: no live worker in group {job.worker_group!r}"
+                    job.on_dispatched(Waiting(job.spec.task_instance_id, reason))
                 continue
             batches.setdefault(worker.address, (worker, []))[1].append(job)
             taken += 1
         return batches
 
-    def _why(self, job: DispatchJob) -> str:
-        group = job.worker_group
-        members = [w for w in self._workers.members if w.group == group]
-        if not members:
-            return f"waiting for a worker: no live worker in group {group!r}"
-        return f"waiting for a worker: all {len(members)} worker(s) of group {group!r} are busy"
+    def _has_members(self, group: str) -> bool:
+        return any(w.group == group for w in self._workers.members)
 
     async def _unpark_on_change(self) -> None:
         while True:

@@ -159,7 +159,8 @@ def _candidate(w: WorkerRef, sent: int = 0) -> Candidate:
         cpu=hb.cpu_usage,
         memory=hb.memory_usage,
         load=hb.load_average,
-        slots_in_use=hb.slots_in_use + sent,
+        slots_in_use=hb.slots_in_use,
+        backlog=hb.queued + sent,
         slots_total=hb.slots_total,
         start_time=hb.start_time,
     )

@@ -243,7 +243,7 @@ class InstanceEvent(_message.Message):
     def __init__(self, sequence: _Optional[int] = ..., workflow_instance_id: _Optional[int] = ..., task_instance_id: _Optional[int] = ..., task_name: _Optional[str] = ..., workflow_state: _Optional[_Union[_enums_pb2.WorkflowInstanceState, str]] = ..., task_state: _Optional[_Union[_enums_pb2.TaskInstanceState, str]] = ..., kind: _Optional[str] = ..., message: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
-    __slots__ = ("cpu_usage", "memory_usage", "load_average", "disk_usage", "slots_total", "slots_in_use", "start_time", "report_time", "status", "epoch", "pid")
+    __slots__ = ("cpu_usage", "memory_usage", "load_average", "disk_usage", "slots_total", "slots_in_use", "start_time", "report_time", "status", "epoch", "pid", "queued")
     CPU_USAGE_FIELD_NUMBER: _ClassVar[int]
     MEMORY_USAGE_FIELD_NUMBER: _ClassVar[int]
     LOAD_AVERAGE_FIELD_NUMBER: _ClassVar[int]
@@ -255,6 +255,7 @@ class Heartbeat(_message.Message):
     STATUS_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
+    QUEUED_FIELD_NUMBER: _ClassVar[int]
     cpu_usage: float
     memory_usage: float
     load_average: float
@@ -266,7 +267,8 @@ class Heartbeat(_message.Message):
     status: _enums_pb2.ServerStatus
     epoch: int
     pid: int
-    def __init__(self, cpu_usage: _Optional[float] = ..., memory_usage: _Optional[float] = ..., load_average: _Optional[float] = ..., disk_usage: _Optional[float] = ..., slots_total: _Optional[int] = ..., slots_in_use: _Optional[int] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., report_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status: _Optional[_Union[_enums_pb2.ServerStatus, str]] = ..., epoch: _Optional[int] = ..., pid: _Optional[int] = ...) -> None: ...
+    queued: int
+    def __init__(self, cpu_usage: _Optional[float] = ..., memory_usage: _Optional[float] = ..., load_average: _Optional[float] = ..., disk_usage: _Optional[float] = ..., slots_total: _Optional[int] = ..., slots_in_use: _Optional[int] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., report_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status: _Optional[_Union[_enums_pb2.ServerStatus, str]] = ..., epoch: _Optional[int] = ..., pid: _Optional[int] = ..., queued: _Optional[int] = ...) -> None: ...
 
 class ClusterMember(_message.Message):
     __slots__ = ("role", "address", "group", "heartbeat", "weight")
