@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+from dsched.errors import DschedError
 from dsched.server.api.context import MasterContext
 from dsched.server.api.log_proxy import LogProxy
 from dsched.server.api.master_servicer import MasterServicer
@@ -328,7 +329,9 @@ class Master:
                     if not busy:
                         self.notifier.notify_commands()
                 await self.registry.update(self._node, encode_heartbeat(info))
-            except Exception:  # registry blips are reported by its state listener
+            except DschedError as exc:  # registry blips are reported by its state listener
+                log.warning("master heartbeat update failed: %s", exc)
+            except Exception:
                 log.warning("master heartbeat update failed", exc_info=True)
 
 

@@ -9,7 +9,7 @@ taken or a host usage is over its threshold (:func:`dsched.server.heartbeat.stat
 Connection states (see :mod:`dsched.server.coord.registry`):
 
 - SUSPENDED: new dispatches are refused until CONNECTED again; running tasks carry on. If the
-  connection is not back within ``fence_after`` seconds (half the session timeout), the agent fences
+  connection is not back within ``fence_after`` seconds (see ``fence_deadline``), the agent fences
   itself as for LOST without waiting to hear it: a paused or partitioned worker learns that its
   session expired only when it reconnects, and by then masters may be re-running its tasks
   elsewhere. If the session turns out to have survived, the worker still takes a new epoch, so the

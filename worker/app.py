@@ -69,7 +69,7 @@ class WorkerOptions:
     set it when ``host`` is a wildcard such as 0.0.0.0). ``slots`` bounds concurrent attempts;
     ``max_queued`` bounds attempts waiting for a slot. ``outbox_fsync`` flushes every event to disk.
     ``fence_after``: seconds of registry disconnection after which the worker kills its tasks and
-    takes a new epoch (half the session timeout; None: only when the session is known lost).
+    takes a new epoch (:func:`fence_deadline`; None: only when the session is known lost).
     """
 
     data_dir: Path
@@ -105,12 +105,23 @@ class WorkerOptions:
             heartbeat_interval=settings.heartbeat_interval,
             outbox_fsync=settings.outbox_fsync,
             thresholds=settings.thresholds,
-            # Half the session timeout (reliability notes §4.9): the tasks are dead before the
-            # session can have expired plus the masters' failover delay.
-            fence_after=None
-            if settings.embedded_registry
-            else settings.registry_session_timeout / 2,
+            fence_after=None if settings.embedded_registry else fence_deadline(settings),
         )
+
+
+def fence_deadline(settings: Settings) -> float:
+    """Seconds of registry disconnection after which a worker kills its tasks.
+
+    Masters re-run a worker's tasks at the earliest ``session timeout + failover delay`` after its
+    last contact with ZooKeeper, and the worker may notice the disconnection up to about two
+    thirds of a session timeout after that contact (a silent partition). Fencing a third of the
+    session timeout plus half the failover delay after noticing (at most one session timeout)
+    ends the tasks before any replacement starts, with half the failover delay to spare, while a
+    ZooKeeper restart of a few seconds is ridden out. The masters' ``failover_delay`` is assumed
+    to be the one in this worker's settings.
+    """
+    timeout = settings.registry_session_timeout
+    return min(timeout, timeout / 3 + settings.failover_delay / 2)
 
 
 class Worker:

@@ -42,3 +42,27 @@ def test_standalone_worker_lives_next_to_its_master() -> None:
 
     assert options.data_dir == Path("/d/worker")
     assert options.port == 0
+
+
+def test_a_cluster_worker_fences_before_any_master_can_rerun_its_tasks() -> None:
+    def fence(timeout: float, delay: float) -> float | None:
+        settings = Settings(
+            role="worker",
+            data_dir=Path("/d"),
+            registry="127.0.0.1:2181/dsched",
+            registry_session_timeout=timeout,
+            failover_delay=delay,
+        )
+        return WorkerOptions.from_settings(settings).fence_after
+
+    assert fence(6.0, 4.0) == 4.0  # a third of the session timeout plus half the failover delay
+    assert fence(6.0, 0.0) == 2.0
+    assert fence(3.0, 60.0) == 3.0  # at most one session timeout
+    for timeout, delay in [(6.0, 4.0), (10.0, 10.0), (20.0, 1.0)]:
+        # Noticed up to 2/3 of a session after the last contact, fenced before the earliest re-run.
+        assert 2 * timeout / 3 + (fence(timeout, delay) or 0) < timeout + delay + 1e-9
+
+
+def test_a_standalone_worker_does_not_fence_on_its_own() -> None:
+    settings = Settings(role="standalone", data_dir=Path("/d"), port=5678, worker_port=0)
+    assert WorkerOptions.from_settings(settings).fence_after is None
