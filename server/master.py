@@ -50,6 +50,7 @@ from dsched.server.heartbeat import (
     HeartbeatInfo,
     ServerStatus,
     Thresholds,
+    decode_heartbeat,
     encode_heartbeat,
     sample_host,
 )
@@ -180,7 +181,9 @@ class Master:
         if self.registry.state is ConnectionState.CONNECTED:
             self._connected.set()
         self._cancel_watch = self.registry.watch_children(MASTERS_PATH, self._on_masters)
-        await self.registry.register(self._node, encode_heartbeat(await self._heartbeat()))
+        first = await self._heartbeat()
+        self._busy = first.status is ServerStatus.BUSY
+        await self.registry.register(self._node, encode_heartbeat(first))
         self._registered = True
         self._heartbeat_task = asyncio.create_task(self._heartbeat_loop(), name="master-heartbeat")
         await self.failover.start()
@@ -242,7 +245,8 @@ class Master:
         return 0, 1
 
     def _on_masters(self, children: Mapping[str, bytes]) -> None:
-        self._masters = sorted(children)
+        # The slots go to the masters that claim: a BUSY one's share moves to the others at once.
+        self._masters = sorted(a for a, data in children.items() if not _busy_node(data))
         self.notifier.notify_commands()  # the slots moved: look at the queue again
 
     def _on_registry_state(self, state: ConnectionState) -> None:
@@ -333,6 +337,13 @@ class Master:
                 log.warning("master heartbeat update failed: %s", exc)
             except Exception:
                 log.warning("master heartbeat update failed", exc_info=True)
+
+
+def _busy_node(data: bytes) -> bool:
+    try:
+        return decode_heartbeat(data).status is ServerStatus.BUSY
+    except DschedError:
+        return False  # unreadable: keep its slot (the steal after STEAL_AFTER_S covers it)
 
 
 async def _noop() -> None:

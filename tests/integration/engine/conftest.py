@@ -63,13 +63,12 @@ class ZkCluster:
         registry = self.registry()
         await registry.start()
         self._stack.push_async_callback(registry.stop)
+        options = {"thresholds": NEVER_BUSY, "heartbeat_interval": 0.5, **options}
         master = Master(
             MasterOptions(
                 db_url=self.db_url,
                 data_dir=self.tmp / f"master-{len(self.masters)}",
                 port=0,
-                thresholds=NEVER_BUSY,
-                heartbeat_interval=0.5,
                 **options,
             ),
             registry=registry,

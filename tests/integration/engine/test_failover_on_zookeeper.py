@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from dsched.server.constants import MASTERS_PATH
+from dsched.server.heartbeat import Thresholds
 from dsched.server.master import Master
 from dsched.server.store import instances
 from dsched.v1 import enums_pb2 as T
@@ -195,3 +196,22 @@ async def test_a_stopped_master_hands_its_instances_over_without_waiting(
     assert await owner_epoch(b, started.id) == b.epoch
     assert ledger.runs_of("slow") == 1 and ledger.runs_of("after") == 1
     await seen_by(b, worker)
+
+
+async def test_a_busy_master_claims_nothing_and_its_commands_run_elsewhere(
+    zk_cluster: ZkCluster, tmp_path: Path
+) -> None:
+    # Any memory use is over a threshold of 0: this master reports BUSY from its first heartbeat.
+    busy = await zk_cluster.master(thresholds=Thresholds(cpu=1.0, memory=0.0, disk=1.0))
+    idle = await zk_cluster.master()
+    await zk_cluster.worker()
+    api_busy, api_idle = await zk_cluster.api(busy), await zk_cluster.api(idle)
+    ledger = Ledger(tmp_path / "ledger")
+    await online_workflow(api_busy, "p", "b", [shell("t", ledger.append)])
+
+    started = [await start(api_busy, "p", "b", request_id=f"b-{i}") for i in range(4)]
+    for instance in started:
+        (claim,) = await claims(api_idle, instance.id)
+        assert idle.address in claim  # its slot, or taken over once it waited long enough
+    assert busy.services is not None and busy.services.metrics.commands_claimed == 0
+    assert ledger.runs_of("t") == 4
