@@ -248,6 +248,8 @@ class Master:
         # The slots go to the masters that claim: a BUSY one's share moves to the others at once.
         self._masters = sorted(a for a, data in children.items() if not _busy_node(data))
         self.notifier.notify_commands()  # the slots moved: look at the queue again
+        if self.failover is not None:
+            self.failover.on_masters(children)
 
     def _on_registry_state(self, state: ConnectionState) -> None:
         if self._stopping:

@@ -28,6 +28,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from tests.conftest import free_port
+
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 # ZooKeeper logs through slf4j; without a binding it would log nothing, so its log would be empty
 # when a test needs it most.
@@ -55,12 +57,6 @@ FOUR_LETTER_WORDS = "ruok,stat,srvr,mntr,cons"
 _POLL_S = 0.05  # test tooling: a short sleep between readiness probes is fine
 
 _running: set[ZooKeeperServer] = set()
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def four_letter_word(port: int, word: str, timeout: float = 2.0) -> str:

@@ -111,7 +111,7 @@ class Dispatcher:
             worker = self._workers.pick(job.worker_group)
             if worker is None:
                 self._parked[job.worker_group].append(job)
-                if not job.waiting and not self._has_members(job.worker_group):
+                if not job.waiting and not self._workers.has_group(job.worker_group):
                     # Said once per attempt, and only when the group has nobody: all of its
                     # workers being busy is ordinary queueing, not worth a write per task.
                     job.waiting = True
@@ -121,9 +121,6 @@ class Dispatcher:
             batches.setdefault(worker.address, (worker, []))[1].append(job)
             taken += 1
         return batches
-
-    def _has_members(self, group: str) -> bool:
-        return any(w.group == group for w in self._workers.members)
 
     async def _unpark_on_change(self) -> None:
         while True:

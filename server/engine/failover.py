@@ -27,14 +27,13 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 
 from dsched.errors import Aborted, DschedError
-from dsched.server.constants import MASTERS_PATH, WORKERS_PATH
+from dsched.server.constants import MASTERS_PATH
 from dsched.server.coord.registry import Registry
 from dsched.server.core.backoff import Backoff
 from dsched.server.core.transitions import OWNED_STATES
 from dsched.server.engine.messages import WorkerGone
 from dsched.server.engine.runners import Runners
 from dsched.server.engine.services import EngineServices
-from dsched.server.engine.workers import parse_member
 from dsched.server.heartbeat import decode_heartbeat
 from dsched.server.store import events
 from dsched.server.store import instances as instance_repo
@@ -100,25 +99,12 @@ def live_master_epochs(children: Mapping[str, bytes]) -> set[int] | None:
     return epochs
 
 
-def live_workers(children: Mapping[str, bytes]) -> set[tuple[str, int]]:
-    """(address, epoch) of the registered workers whose node can be read."""
-    live: set[tuple[str, int]] = set()
-    for name, data in children.items():
-        parsed = parse_member(name)
-        if parsed is None:
-            continue
-        try:
-            live.add((parsed[1], decode_heartbeat(data).epoch))
-        except DschedError:
-            continue
-    return live
-
-
 class Failover:
     """Watches the registry and runs master and worker failover for one master incarnation.
 
-    ``epoch`` reads this master's current epoch (it changes when the master re-registers after a
-    lost session); ``enabled`` says whether it may act now (registered and connected).
+    The master feeds it the master nodes it watches anyway (:meth:`on_masters`); worker
+    membership comes from the master's worker directory. ``enabled`` says whether it may act now
+    (registered and connected).
     """
 
     def __init__(
@@ -139,21 +125,16 @@ class Failover:
         self._workers: set[tuple[str, int]] | None = None
         self._due = asyncio.Event()
         self._handles: list[asyncio.TimerHandle] = []
-        self._cancel_watches: list[Callable[[], None]] = []
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         """Checks for orphans now, then whenever membership changes (after the delay)."""
-        self._cancel_watches = [
-            self._registry.watch_children(MASTERS_PATH, self._on_masters),
-            self._registry.watch_children(WORKERS_PATH, self._on_workers),
-        ]
+        self._workers = self.s.workers.live
+        self.s.workers.subscribe(self._on_workers)
         self._due.set()
         self._task = asyncio.create_task(self._run(), name="failover")
 
     async def stop(self) -> None:
-        for cancel in self._cancel_watches:
-            cancel()
         for handle in self._handles:
             handle.cancel()
         if self._task is not None:
@@ -169,7 +150,8 @@ class Failover:
         self._handles = [h for h in self._handles if not h.cancelled()]
         self._handles.append(loop.call_later(self._delay, callback))
 
-    def _on_masters(self, children: Mapping[str, bytes]) -> None:
+    def on_masters(self, children: Mapping[str, bytes]) -> None:
+        """Takes every snapshot of the master nodes."""
         live = live_master_epochs(children)
         if live is None:
             return
@@ -179,8 +161,8 @@ class Failover:
             self.check_soon()
         self._masters = live
 
-    def _on_workers(self, children: Mapping[str, bytes]) -> None:
-        live = live_workers(children)
+    def _on_workers(self) -> None:
+        live = self.s.workers.live
         if self._workers is not None:
             for address, epoch in sorted(self._workers - live):
                 log.info(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -62,6 +62,7 @@ class WorkerDirectory:
         self._sent: dict[str, int] = {}  # attempts sent since the worker's last heartbeat
         self._channels: dict[str, aio.Channel] = {}
         self._changed = asyncio.Event()
+        self._listeners: list[Callable[[], None]] = []
         self._cancel_watch: object = None
 
     async def start(self) -> None:
@@ -98,6 +99,21 @@ class WorkerDirectory:
         # Wake everyone waiting for a change, then arm a fresh event for the next one.
         self._changed.set()
         self._changed = asyncio.Event()
+        for listener in self._listeners:
+            listener()
+
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """Calls ``listener`` after every membership or heartbeat change."""
+        self._listeners.append(listener)
+
+    def has_group(self, group: str) -> bool:
+        """Whether any live worker serves ``group`` (busy or not)."""
+        return any(w.group == group for w in self._workers.values())
+
+    @property
+    def live(self) -> set[tuple[str, int]]:
+        """(address, epoch) of every live worker incarnation."""
+        return {(w.address, w.epoch) for w in self._workers.values()}
 
     @property
     def members(self) -> list[WorkerRef]:

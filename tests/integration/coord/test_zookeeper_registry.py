@@ -25,10 +25,11 @@ from dsched.errors import PermissionDenied, Unavailable
 from dsched.server.constants import ELECTIONS_PATH, EPOCHS_PATH, LOCKS_PATH
 from dsched.server.coord.registry import ConnectionState
 from dsched.server.coord.zookeeper import ZooKeeperRegistry
+from tests.conftest import free_port
 from tests.integration.coord.conftest import ZooKeeperFactory
 from tests.integration.coord.support import SESSION_TIMEOUT, WAIT, Recorder
 from tests.tcp_proxy import TcpProxy
-from tests.zk import ZooKeeperServer, free_port
+from tests.zk import ZooKeeperServer
 
 WORKERS = "/nodes/workers"
 A = f"{WORKERS}/default@127.0.0.1:1001"

@@ -6,6 +6,7 @@ that nothing was lost and nothing ran twice."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,36 @@ async def owner_epoch(master: Master, instance_id: int) -> int:
         return (await instances.get_instance(conn, instance_id)).epoch
 
 
+@dataclass
+class SlowRun:
+    """Two masters and a worker; an instance started on ``a`` whose first task runs (behind a
+    gate) and whose second task follows it. Both tasks append to ``ledger``."""
+
+    a: Master
+    b: Master
+    api_a: Cluster
+    api_b: Cluster
+    ledger: Ledger
+    gate: Gate
+    instance_id: int
+
+
+async def slow_run(zk_cluster: ZkCluster, tmp_path: Path, failover_delay: float) -> SlowRun:
+    a = await zk_cluster.master(failover_delay=failover_delay)
+    b = await zk_cluster.master(failover_delay=failover_delay)
+    await zk_cluster.worker()
+    api_a, api_b = await zk_cluster.api(a), await zk_cluster.api(b)
+    ledger, gate = Ledger(tmp_path / "ledger"), Gate(tmp_path / "gate")
+    tasks = [
+        shell("slow", f"{ledger.append}\n{gate.wait}"),
+        shell("after", ledger.append, ["slow"]),
+    ]
+    await online_workflow(api_a, "p", "slow", tasks)
+    started = await start(api_a, "p", "slow")  # written by a, so claimed by a
+    await watch_until(api_a, started.id, task_is("slow", T.TASK_INSTANCE_STATE_RUNNING))
+    return SlowRun(a, b, api_a, api_b, ledger, gate, started.id)
+
+
 async def test_two_masters_split_the_commands_and_every_start_runs_once(
     zk_cluster: ZkCluster, tmp_path: Path
 ) -> None:
@@ -96,37 +127,28 @@ async def test_two_masters_split_the_commands_and_every_start_runs_once(
 async def test_a_master_that_lost_its_session_comes_back_as_a_new_epoch_and_its_task_is_adopted(
     zk_cluster: ZkCluster, tmp_path: Path
 ) -> None:
-    a = await zk_cluster.master(failover_delay=1.0)
-    b = await zk_cluster.master(failover_delay=1.0)
-    await zk_cluster.worker()
-    api_a, api_b = await zk_cluster.api(a), await zk_cluster.api(b)
-    ledger, gate = Ledger(tmp_path / "ledger"), Gate(tmp_path / "gate")
-    tasks = [
-        shell("slow", f"{ledger.append}\n{gate.wait}"),
-        shell("after", ledger.append, ["slow"]),
-    ]
-    await online_workflow(api_a, "p", "two", tasks)
-    started = await start(api_a, "p", "two")  # written by a, so claimed by a
-    await watch_until(api_a, started.id, task_is("slow", T.TASK_INSTANCE_STATE_RUNNING))
+    run = await slow_run(zk_cluster, tmp_path, failover_delay=1.0)
+    a, b, api_b, ledger, gate = run.a, run.b, run.api_b, run.ledger, run.gate
+    started_id = run.instance_id
     old_epoch = a.epoch
-    assert await owner_epoch(a, started.id) == old_epoch
+    assert await owner_epoch(a, started_id) == old_epoch
 
     zk_cluster.expire(a)
     async with asyncio.timeout(WAIT_S):
-        while await owner_epoch(b, started.id) == old_epoch:
+        while await owner_epoch(b, started_id) == old_epoch:
             await asyncio.sleep(0.05)  # the store has no change feed to wait on
     gate.open()
-    done = await run_to_end(api_b, started.id)
+    done = await run_to_end(api_b, started_id)
 
     assert done.state == T.WORKFLOW_INSTANCE_STATE_SUCCEEDED
     assert a.epoch > old_epoch  # re-registered as a new incarnation
     children = await b.registry.children(MASTERS_PATH)
     assert sorted(children) == sorted([a.address, b.address])
     assert ledger.runs_of("slow") == 1 and ledger.runs_of("after") == 1  # adopted, not re-run
-    tis = await task_instances(api_b, started.id, superseded=True)
+    tis = await task_instances(api_b, started_id, superseded=True)
     assert sorted((t.task_name, t.attempt) for t in tis) == [("after", 1), ("slow", 1)]
     assert any(e.kind == "FAILOVER" for e in done.events)
-    assert await owner_epoch(b, started.id) != old_epoch
+    assert await owner_epoch(b, started_id) != old_epoch
 
 
 async def test_a_worker_that_lost_its_session_is_fenced_and_its_task_runs_again_once(
@@ -175,27 +197,18 @@ async def test_a_worker_that_lost_its_session_is_fenced_and_its_task_runs_again_
 async def test_a_stopped_master_hands_its_instances_over_without_waiting(
     zk_cluster: ZkCluster, tmp_path: Path
 ) -> None:
-    a = await zk_cluster.master(failover_delay=60.0)
-    b = await zk_cluster.master(failover_delay=60.0)
-    worker = await zk_cluster.worker()
-    api_a, api_b = await zk_cluster.api(a), await zk_cluster.api(b)
-    ledger, gate = Ledger(tmp_path / "ledger"), Gate(tmp_path / "gate")
-    tasks = [
-        shell("slow", f"{ledger.append}\n{gate.wait}"),
-        shell("after", ledger.append, ["slow"]),
-    ]
-    await online_workflow(api_a, "p", "h", tasks)
-    started = await start(api_a, "p", "h")
-    await watch_until(api_a, started.id, task_is("slow", T.TASK_INSTANCE_STATE_RUNNING))
+    run = await slow_run(zk_cluster, tmp_path, failover_delay=60.0)
+    a, b, api_b, ledger, gate = run.a, run.b, run.api_b, run.ledger, run.gate
+    started_id = run.instance_id
 
     await a.stop()  # far shorter than the 60 s failover delay
     gate.open()
-    done = await run_to_end(api_b, started.id)
+    done = await run_to_end(api_b, started_id)
 
     assert done.state == T.WORKFLOW_INSTANCE_STATE_SUCCEEDED
-    assert await owner_epoch(b, started.id) == b.epoch
+    assert await owner_epoch(b, started_id) == b.epoch
     assert ledger.runs_of("slow") == 1 and ledger.runs_of("after") == 1
-    await seen_by(b, worker)
+    await seen_by(b, zk_cluster.workers[0])  # b still sees the worker after a left
 
 
 async def test_a_busy_master_claims_nothing_and_its_commands_run_elsewhere(
