@@ -6,7 +6,7 @@ paused or stopped) and carries out the :data:`Action` values it returns (create 
 kill one, schedule a retry, finish the instance). It performs no I/O and reads no clock: times come
 in as arguments. One instance's facts must be fed strictly in order.
 
-Semantics (after DolphinScheduler, see reference/dolphinscheduler.md §1.4-1.5 and §1.8):
+Semantics (after DolphinScheduler's workflow and task state rules):
 
 * A task in scope starts when every in-scope upstream task succeeded (or was force-succeeded, or is
   disabled). Upstream tasks outside the scope are ignored.

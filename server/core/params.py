@@ -26,5 +26,5 @@ def resolve_params(
 
 
 def idempotency_key(workflow_instance_id: int, task_name: str, attempt: int) -> str:
-    """The stable key a task may use to make its side effects idempotent (DESIGN.md §4)."""
+    """The stable key a task may use to make its side effects idempotent (ARCHITECTURE.md §4)."""
     return f"{workflow_instance_id}-{task_name}-{attempt}"

@@ -1,7 +1,7 @@
 """Records of the metadata the master works with: plain frozen dataclasses.
 
 The store returns these and the engine and API consume them; ORM rows and pb2 messages never travel
-through business logic (DESIGN.md §8.2). Times are timezone-aware UTC datetimes.
+through business logic (ARCHITECTURE.md §8.2). Times are timezone-aware UTC datetimes.
 """
 
 from __future__ import annotations

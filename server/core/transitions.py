@@ -1,8 +1,8 @@
-"""State machines of workflow and task instances, as tables (DESIGN.md §8.3).
+"""State machines of workflow and task instances, as tables (ARCHITECTURE.md §8.3).
 
 Every transition the engine or the API persists is checked against these tables first; a forbidden
 one raises :class:`~dsched.errors.IllegalTransition` (FAILED_PRECONDITION on the wire). The tables
-follow DolphinScheduler's state set (see ``reference/dolphinscheduler.md`` §1.4) with dsched's
+follow DolphinScheduler's state set with dsched's
 names.
 """
 

@@ -1,4 +1,4 @@
-"""Command consumption (DESIGN.md §3 step 2).
+"""Command consumption (ARCHITECTURE.md §3 step 2).
 
 The consumer sleeps until a command is inserted (an in-process notification; a slow periodic scan is
 only the fallback for commands written by other processes) and claims each command in one

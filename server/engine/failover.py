@@ -1,6 +1,6 @@
 """Taking over the work of dead incarnations: masters' instances and workers' attempts.
 
-ZooKeeper says who is alive; the store says who may write (DESIGN.md §4). A master incarnation is
+ZooKeeper says who is alive; the store says who may write (ARCHITECTURE.md §4). A master incarnation is
 alive while its ephemeral node (whose heartbeat carries its epoch) exists; a worker incarnation
 likewise, identified by (address, epoch).
 

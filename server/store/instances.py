@@ -1,6 +1,6 @@
 """Repository of workflow instances and their commands.
 
-Ownership-bearing writes are conditional on the owner's epoch (DESIGN.md §4): :func:`fence` and
+Ownership-bearing writes are conditional on the owner's epoch (ARCHITECTURE.md §4): :func:`fence` and
 :func:`set_state` raise :class:`~dsched.errors.OwnershipLost` when the row moved to another epoch.
 """
 

@@ -1,5 +1,5 @@
 """Crash recovery: SIGKILL a standalone in the middle of a run, start a new one on the same data
-directory, and check the promise of DESIGN.md §4 and reliability.md §0: at-least-once execution,
+directory, and check the promise of ARCHITECTURE.md §4: at-least-once execution,
 exactly-once *recorded* completion. The new master adopts the instance (its owner epoch is dead)
 and finishes it; the attempt that was running on the dead worker is marked NEED_FAULT_TOLERANCE and
 runs again as a new attempt. Tasks that had finished before the crash must not run again, and no

@@ -1,4 +1,4 @@
-"""Host selection (DESIGN.md §5): load score, weight with linear warm-up, the three selectors.
+"""Host selection (ARCHITECTURE.md §5): load score, weight with linear warm-up, the three selectors.
 
 The point of most of these tests is the *direction*: DolphinScheduler 3.2 inverted it (a busier
 worker got a smaller "cumulative weight" and was picked more often; warm-up inflated a young

@@ -1,4 +1,4 @@
-"""The workflow and task state tables, checked over every (src, dst) pair (DESIGN.md §8.3)."""
+"""The workflow and task state tables, checked over every (src, dst) pair (ARCHITECTURE.md §8.3)."""
 
 from __future__ import annotations
 
