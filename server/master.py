@@ -4,8 +4,8 @@ Start order: store (migrated) -> gRPC server (to learn the bound address) -> a n
 directory and dispatcher -> registration in the registry -> failover (recovery of instances whose
 owner epoch is dead, then watching the members) -> command consumer.
 
-Registry connection (ARCHITECTURE.md §4): SUSPENDED pauses claiming and dispatching. LOST means other
-masters may be taking this incarnation's instances over: the master drops every instance it drives
+Registry connection (ARCHITECTURE.md §4): SUSPENDED pauses claiming and dispatching. LOST means
+other masters may be taking this incarnation's instances over: the master drops every instance it drives
 (its writes would be refused by the store anyway), takes a new epoch once reconnected, registers
 again and hands the old epoch's instances over for recovery at once (it knows they are orphans).
 
@@ -255,7 +255,8 @@ class Master:
         if self._stopping:
             return
         connected = state is ConnectionState.CONNECTED
-        # SUSPENDED: stop claiming and dispatching until the session is confirmed (ARCHITECTURE.md §4).
+        # SUSPENDED: stop claiming and dispatching until the session is confirmed
+        # (ARCHITECTURE.md §4).
         if self.consumer is not None:
             self.consumer.paused = not connected
         if connected:
