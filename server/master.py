@@ -5,9 +5,10 @@ directory and dispatcher -> registration in the registry -> failover (recovery o
 owner epoch is dead, then watching the members) -> command consumer.
 
 Registry connection (ARCHITECTURE.md §4): SUSPENDED pauses claiming and dispatching. LOST means
-other masters may be taking this incarnation's instances over: the master drops every instance it drives
-(its writes would be refused by the store anyway), takes a new epoch once reconnected, registers
-again and hands the old epoch's instances over for recovery at once (it knows they are orphans).
+other masters may be taking this incarnation's instances over: the master drops every instance it
+drives (its writes would be refused by the store anyway), takes a new epoch once reconnected,
+registers again and hands the old epoch's instances over for recovery at once (it knows they are
+orphans).
 
 ``stop`` (SIGTERM) stops claiming, stops the runners, hands their instances over (so a surviving
 master resumes them at once instead of after the failover delay) and deregisters. If the store is

@@ -3,7 +3,8 @@
 Starting, resuming, rerunning, recovering and executing-from-task write the instance state and a
 command in one transaction and wake the command consumer. Pause and stop of an instance a master is
 driving go to that instance's runner, which owns every write to it (ARCHITECTURE.md §4);
-instances nobody drives yet (SUBMITTED, PAUSED) are stopped directly in the store with a conditional update.
+instances nobody drives yet (SUBMITTED, PAUSED) are stopped directly in the store with a conditional
+update.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Choosing a worker for a task: host weights from heartbeats, warm-up, and the selectors.
 
 Direction matters (ARCHITECTURE.md §5): an idle worker and an old worker must be preferred. A
-worker's base weight is ``100 * (1 - load score)``, where the load score (0 = idle, 1 = saturated) combines
-CPU, memory, load average and slot usage; during warm-up the weight ramps linearly from a small
-floor to its full value, so a fresh worker is not flooded. DolphinScheduler 3.2 inverted both by
-accident.
+worker's base weight is ``100 * (1 - load score)``, where the load score (0 = idle, 1 = saturated)
+combines CPU, memory, load average and slot usage; during warm-up the weight ramps linearly from a
+small floor to its full value, so a fresh worker is not flooded. DolphinScheduler 3.2 inverted both
+by accident.
 """
 
 from __future__ import annotations

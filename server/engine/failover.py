@@ -1,8 +1,8 @@
 """Taking over the work of dead incarnations: masters' instances and workers' attempts.
 
 ZooKeeper says who is alive; the store says who may write (ARCHITECTURE.md §4). A master
-incarnation is alive while its ephemeral node (whose heartbeat carries its epoch) exists; a worker incarnation
-likewise, identified by (address, epoch).
+incarnation is alive while its ephemeral node (whose heartbeat carries its epoch) exists; a worker
+incarnation likewise, identified by (address, epoch).
 
 *Masters.* An instance belongs to the epoch stamped on it. When that epoch is not among the live
 masters, :func:`fail_over_epoch` moves all its owned instances to FAILOVER with a recovery command

@@ -1,7 +1,8 @@
 """Repository of workflow instances and their commands.
 
 Ownership-bearing writes are conditional on the owner's epoch (ARCHITECTURE.md §4):
-:func:`fence` and :func:`set_state` raise :class:`~dsched.errors.OwnershipLost` when the row moved to another epoch.
+:func:`fence` and :func:`set_state` raise :class:`~dsched.errors.OwnershipLost` when the row moved
+to another epoch.
 """
 
 from __future__ import annotations

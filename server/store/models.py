@@ -3,8 +3,8 @@
 Repositories query these tables with Core statements and return
 :mod:`dsched.server.core.records`; rows never leave the store package. Unique keys carry the
 guarantees of ARCHITECTURE.md §4: one instance per command (a command row references exactly one
-instance, and at most one command per instance is pending), one task instance per (workflow instance, task,
-attempt). Enum columns hold the permanent
+instance, and at most one command per instance is pending), one task instance per (workflow
+instance, task, attempt). Enum columns hold the permanent
 value names of :mod:`dsched.states` and :mod:`dsched.options`. Schema changes go through Alembic
 migrations in ``migrations/versions``. On MariaDB every table uses the ``utf8mb4_bin`` collation
 (migration 0002), so text compares exactly as on PostgreSQL and SQLite; a new table must say so too
