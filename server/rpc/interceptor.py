@@ -4,6 +4,11 @@ Handlers raise :class:`dsched.errors.DschedError` subclasses; this interceptor t
 ``google.rpc.Status`` with ``ErrorInfo`` (and ``BadRequest`` for invalid input). Any other
 exception is a bug: it is logged with its traceback and answered with INTERNAL, without leaking
 internals to the caller.
+
+Only the reasons the contract lists (:mod:`dsched.reasons`) leave the server. A handler raising
+another one is a bug the contract test missed (a reason computed at run time): it is logged, and the
+caller gets the same status code with the code's generic reason. The code is kept, not turned into
+INTERNAL, because it is what clients act on (UNAVAILABLE stays retryable, NOT_FOUND stays final).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from google.protobuf.message import DecodeError
 from grpc import aio
 
 from dsched.errors import DschedError, Internal, InvalidArgument
+from dsched.reasons import LISTED
 from dsched.server.rpc.status import to_grpc_status
 
 log = logging.getLogger(__name__)
@@ -28,6 +34,15 @@ Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
 async def _abort(context: aio.ServicerContext[Any, Any], method: str, exc: Exception) -> None:
     if isinstance(exc, DschedError):
         err = exc
+        if err.reason not in LISTED:
+            log.error(
+                "bug: %s raised reason %r, which the contract does not list "
+                "(protos/dsched/v1/error_reason.proto); sent as %s",
+                method,
+                err.reason,
+                err.code,
+            )
+            err.reason = err.code if err.code in LISTED else "INTERNAL"
     else:
         log.exception("unhandled error in %s", method, exc_info=exc)
         err = Internal("internal error", reason="INTERNAL", metadata={"method": method})
