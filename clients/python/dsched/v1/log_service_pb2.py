@@ -24,13 +24,14 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x64sched/v1/log_service.proto\x12\tdsched.v1\"N\n\x12ReadTaskLogRequest\x12\x18\n\x10task_instance_id\x18\x01 \x01(\x03\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x0e\n\x06length\x18\x03 \x01(\x03\"j\n\x13ReadTaskLogResponse\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x13\n\x0bnext_offset\x18\x03 \x01(\x03\x12\x0c\n\x04size\x18\x04 \x01(\x03\x12\x12\n\nend_of_log\x18\x05 \x01(\x08\"N\n\x12TailTaskLogRequest\x12\x18\n\x10task_instance_id\x18\x01 \x01(\x03\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x0e\n\x06\x66ollow\x18\x03 \x01(\x08\"\\\n\x13TailTaskLogResponse\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x13\n\x0bnext_offset\x18\x03 \x01(\x03\x12\x12\n\nend_of_log\x18\x04 \x01(\x08\x32\xaa\x01\n\nLogService\x12L\n\x0bReadTaskLog\x12\x1d.dsched.v1.ReadTaskLogRequest\x1a\x1e.dsched.v1.ReadTaskLogResponse\x12N\n\x0bTailTaskLog\x12\x1d.dsched.v1.TailTaskLogRequest\x1a\x1e.dsched.v1.TailTaskLogResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x64sched/v1/log_service.proto\x12\tdsched.v1\"N\n\x12ReadTaskLogRequest\x12\x18\n\x10task_instance_id\x18\x01 \x01(\x03\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x0e\n\x06length\x18\x03 \x01(\x03\"j\n\x13ReadTaskLogResponse\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x13\n\x0bnext_offset\x18\x03 \x01(\x03\x12\x0c\n\x04size\x18\x04 \x01(\x03\x12\x12\n\nend_of_log\x18\x05 \x01(\x08\"N\n\x12TailTaskLogRequest\x12\x18\n\x10task_instance_id\x18\x01 \x01(\x03\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x0e\n\x06\x66ollow\x18\x03 \x01(\x08\"\\\n\x13TailTaskLogResponse\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x13\n\x0bnext_offset\x18\x03 \x01(\x03\x12\x12\n\nend_of_log\x18\x04 \x01(\x08\x32\xaa\x01\n\nLogService\x12L\n\x0bReadTaskLog\x12\x1d.dsched.v1.ReadTaskLogRequest\x1a\x1e.dsched.v1.ReadTaskLogResponse\x12N\n\x0bTailTaskLog\x12\x1d.dsched.v1.TailTaskLogRequest\x1a\x1e.dsched.v1.TailTaskLogResponse0\x01\x42\x84\x01\n\rcom.dsched.v1B\x0fLogServiceProtoP\x01Z5github.com/dsched/dsched/clients/go/dschedv1;dschedv1\xa2\x02\x03\x44XX\xaa\x02\tDsched.V1\xca\x02\tDsched\\V1\xea\x02\nDsched::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'dsched.v1.log_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
-  DESCRIPTOR._loaded_options = None
+  _globals['DESCRIPTOR']._loaded_options = None
+  _globals['DESCRIPTOR']._serialized_options = b'\n\rcom.dsched.v1B\017LogServiceProtoP\001Z5github.com/dsched/dsched/clients/go/dschedv1;dschedv1\242\002\003DXX\252\002\tDsched.V1\312\002\tDsched\\V1\352\002\nDsched::V1'
   _globals['_READTASKLOGREQUEST']._serialized_start=42
   _globals['_READTASKLOGREQUEST']._serialized_end=120
   _globals['_READTASKLOGRESPONSE']._serialized_start=122
