@@ -11,6 +11,7 @@ from google.protobuf import timestamp_pb2
 from dsched.convert import (
     COMMAND_TYPE,
     FAILURE_STRATEGY,
+    INSTANCE_EVENT_KIND,
     PRIORITY,
     RELEASE_STATE,
     TASK_DEPEND_TYPE,
@@ -124,7 +125,7 @@ def event(r: EventRecord) -> resources_pb2.InstanceEvent:
         task_name=r.task_name,
         workflow_state=WORKFLOW_STATE.number(r.workflow_state) if r.workflow_state else None,
         task_state=TASK_STATE.number(r.task_state) if r.task_state else None,
-        kind=r.kind,
+        kind=INSTANCE_EVENT_KIND.number(r.kind),
         message=r.message,
         create_time=timestamp(r.create_time),
     )

@@ -13,7 +13,7 @@ from typing import Generic, TypeVar
 
 from dsched.options import CommandType, FailureStrategy, Priority, ReleaseState, TaskDependType
 from dsched.spec import WorkflowSpec
-from dsched.states import TaskState, WorkflowState
+from dsched.states import InstanceEventKind, TaskState, WorkflowState
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,7 +135,7 @@ class EventRecord:
     task_name: str
     workflow_state: WorkflowState | None
     task_state: TaskState | None
-    kind: str
+    kind: InstanceEventKind
     message: str
     create_time: datetime
 

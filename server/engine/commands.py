@@ -41,7 +41,7 @@ from dsched.server.store import task_instances as ti_repo
 from dsched.server.store.codec import scope_to_json
 from dsched.server.store.database import Conn
 from dsched.server.store.events import NewEvent
-from dsched.states import TaskState, WorkflowState
+from dsched.states import InstanceEventKind, TaskState, WorkflowState
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ class CommandConsumer:
                 NewEvent(
                     workflow_instance_id=instance.id,
                     workflow_state=state,
-                    kind="CLAIMED",
+                    kind=InstanceEventKind.CLAIMED,
                     message=f"{command.type.value} claimed by {self.s.address} "
                     f"(epoch {self.s.epoch})",
                 )

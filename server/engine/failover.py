@@ -38,7 +38,7 @@ from dsched.server.heartbeat import decode_heartbeat
 from dsched.server.store import events
 from dsched.server.store import instances as instance_repo
 from dsched.server.store.events import NewEvent
-from dsched.states import WorkflowState
+from dsched.states import InstanceEventKind, WorkflowState
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ async def fail_over_epoch(services: EngineServices, epoch: int, why: str) -> int
                 NewEvent(
                     workflow_instance_id=instance_id,
                     workflow_state=WorkflowState.FAILOVER,
-                    kind="FAILOVER",
+                    kind=InstanceEventKind.FAILOVER,
                     message=f"owner epoch {epoch} {why}; recovering from {state}",
                 )
                 for instance_id, state in taken

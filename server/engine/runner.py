@@ -53,7 +53,7 @@ from dsched.server.store.database import Conn
 from dsched.server.store.events import NewEvent
 from dsched.server.store.task_instances import NewAttempt, TaskWrite
 from dsched.spec import TaskSpec
-from dsched.states import TaskState
+from dsched.states import InstanceEventKind, TaskState
 
 log = logging.getLogger(__name__)
 
@@ -354,7 +354,9 @@ class InstanceRunner:
             timeout = self.dag.tasks[track.task].timeout
             track.warned = True
             b.events.append(
-                self._event(track, None, "TIMEOUT_WARNING", f"running longer than {timeout}")
+                self._event(
+                    track, None, InstanceEventKind.TIMEOUT_WARNING, f"running longer than {timeout}"
+                )
             )
 
     def _late_timeout_warning(self, b: _Batch, track: Track, ran: timedelta) -> None:
@@ -367,7 +369,12 @@ class InstanceRunner:
         if ran >= task.timeout:
             track.warned = True
             b.events.append(
-                self._event(track, None, "TIMEOUT_WARNING", f"ran longer than {task.timeout}")
+                self._event(
+                    track,
+                    None,
+                    InstanceEventKind.TIMEOUT_WARNING,
+                    f"ran longer than {task.timeout}",
+                )
             )
 
     async def _on_take_over(self, b: _Batch, msg: TakeOverResult) -> None:
@@ -387,7 +394,7 @@ class InstanceRunner:
             TaskState.SUBMITTED,
             {"state_reason": msg.reason[:1024]},
         ):
-            b.events.append(self._event(track, None, "WAITING", msg.reason))
+            b.events.append(self._event(track, None, InstanceEventKind.WAITING, msg.reason))
 
     async def _on_worker_gone(self, b: _Batch, msg: WorkerGone) -> None:
         lost = [
@@ -468,7 +475,12 @@ class InstanceRunner:
                 failed = self.tracks.get(self.execution.task_instance_of(action.task))
                 if failed is not None:
                     b.events.append(
-                        self._event(failed, None, "RETRY_SCHEDULED", f"retry in {action.delay}")
+                        self._event(
+                            failed,
+                            None,
+                            InstanceEventKind.RETRY_SCHEDULED,
+                            f"retry in {action.delay}",
+                        )
                     )
             elif isinstance(action, ex.Kill):
                 self._kill(b, self.tracks[action.task_instance_id])
@@ -557,7 +569,9 @@ class InstanceRunner:
             )
             self.tracks[ti_id] = track
             b.events.append(
-                self._event(track, row.state, "STATE", f"attempt {create.attempt} created")
+                self._event(
+                    track, row.state, InstanceEventKind.STATE, f"attempt {create.attempt} created"
+                )
             )
             # A pause/stop/END later in this batch cancels the new attempt instead of dispatching.
             cancel = self.execution.attempt_created(create.task, ti_id, row.state)
@@ -609,9 +623,11 @@ class InstanceRunner:
 
     def _set_state(self, b: _Batch, track: Track, state: TaskState, message: str) -> None:
         track.state = state
-        b.events.append(self._event(track, state, "STATE", message))
+        b.events.append(self._event(track, state, InstanceEventKind.STATE, message))
 
-    def _event(self, track: Track, state: TaskState | None, kind: str, message: str) -> NewEvent:
+    def _event(
+        self, track: Track, state: TaskState | None, kind: InstanceEventKind, message: str
+    ) -> NewEvent:
         return NewEvent(
             workflow_instance_id=self.id,
             task_instance_id=track.ti_id,

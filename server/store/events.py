@@ -11,7 +11,7 @@ from sqlalchemy import func, insert, select
 from dsched.server.core.records import EventRecord
 from dsched.server.store.database import Conn
 from dsched.server.store.models import InstanceEvent, table
-from dsched.states import TaskState, WorkflowState
+from dsched.states import InstanceEventKind, TaskState, WorkflowState
 
 EV = table(InstanceEvent)
 
@@ -19,7 +19,7 @@ EV = table(InstanceEvent)
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NewEvent:
     workflow_instance_id: int
-    kind: str = "STATE"
+    kind: InstanceEventKind = InstanceEventKind.STATE
     task_instance_id: int = 0
     task_name: str = ""
     workflow_state: WorkflowState | None = None
@@ -40,7 +40,7 @@ async def append(conn: Conn, events: Sequence[NewEvent], now: datetime) -> None:
                 "task_name": e.task_name,
                 "workflow_state": e.workflow_state.value if e.workflow_state else None,
                 "task_state": e.task_state.value if e.task_state else None,
-                "kind": e.kind,
+                "kind": e.kind.value,
                 "message": e.message[:1024],
                 "create_time": now,
             }
@@ -64,7 +64,7 @@ async def after(conn: Conn, instance_id: int, sequence: int, limit: int = 500) -
             task_name=r.task_name,
             workflow_state=WorkflowState(r.workflow_state) if r.workflow_state else None,
             task_state=TaskState(r.task_state) if r.task_state else None,
-            kind=r.kind,
+            kind=InstanceEventKind(r.kind),
             message=r.message,
             create_time=r.create_time,
         )

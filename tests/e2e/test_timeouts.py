@@ -9,7 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from dsched import Client, InstanceEvent, Shell, TaskState, TimeoutStrategy, Workflow, WorkflowState
+from dsched import (
+    Client,
+    InstanceEvent,
+    InstanceEventKind,
+    Shell,
+    TaskState,
+    TimeoutStrategy,
+    Workflow,
+    WorkflowState,
+)
 from tests.e2e.conftest import assert_all_gone, by_task, read_pids
 
 TIMEOUT = timedelta(seconds=1)
@@ -88,4 +97,6 @@ def test_timeout_warn_lets_the_task_finish(client: Client, project: str, tmp_pat
     assert attempt.start_time + TIMEOUT <= warning.create_time < attempt.end_time
     # The stream delivered it before the task's end.
     kinds = [(e.kind, e.task_state) for e in events if e.task_name == "sleeper"]
-    assert kinds.index(("TIMEOUT_WARNING", None)) < kinds.index(("STATE", TaskState.SUCCEEDED))
+    assert kinds.index((InstanceEventKind.TIMEOUT_WARNING, None)) < kinds.index(
+        (InstanceEventKind.STATE, TaskState.SUCCEEDED)
+    )

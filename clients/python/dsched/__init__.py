@@ -55,7 +55,7 @@ from dsched.results import (
     WorkflowVersionInfo,
 )
 from dsched.spec import ShellSpec, TaskSpec, WorkflowSpec
-from dsched.states import TaskState, WorkflowState
+from dsched.states import InstanceEventKind, TaskState, WorkflowState
 from dsched.streams import Reconnect
 from dsched.tasks import Shell, Task
 from dsched.workflow import Workflow, collect
@@ -72,6 +72,7 @@ __all__ = [
     "FieldViolation",
     "IllegalTransition",
     "InstanceEvent",
+    "InstanceEventKind",
     "Internal",
     "InvalidArgument",
     "InvalidWorkflow",

@@ -50,7 +50,7 @@ from dsched.results import (
     WorkflowVersionInfo,
 )
 from dsched.spec import ShellSpec, TaskSpec, WorkflowSpec
-from dsched.states import TaskState, WorkflowState
+from dsched.states import InstanceEventKind, TaskState, WorkflowState
 from dsched.v1 import enums_pb2, log_service_pb2, master_service_pb2, resources_pb2
 
 E = TypeVar("E", bound=StrEnum)
@@ -92,6 +92,9 @@ WORKFLOW_STATE = EnumMap(WorkflowState, enums_pb2.WorkflowInstanceState, "WORKFL
 TASK_STATE = EnumMap(TaskState, enums_pb2.TaskInstanceState, "TASK_INSTANCE_STATE_")
 SERVER_ROLE = EnumMap(ServerRole, enums_pb2.ServerRole, "SERVER_ROLE_")
 SERVER_STATUS = EnumMap(ServerStatus, enums_pb2.ServerStatus, "SERVER_STATUS_")
+INSTANCE_EVENT_KIND = EnumMap(
+    InstanceEventKind, enums_pb2.InstanceEventKind, "INSTANCE_EVENT_KIND_"
+)
 _EnumMap = EnumMap  # the name server/api/validation.py imports; drop once it uses EnumMap
 
 
@@ -342,7 +345,7 @@ def event_from_proto(msg: resources_pb2.InstanceEvent) -> InstanceEvent:
         task_name=msg.task_name,
         workflow_state=_member(WORKFLOW_STATE, WorkflowState, msg.workflow_state, None),
         task_state=_member(TASK_STATE, TaskState, msg.task_state, None),
-        kind=msg.kind,
+        kind=_required(INSTANCE_EVENT_KIND, InstanceEventKind, msg.kind),
         message=msg.message,
         create_time=_time(msg, "create_time"),
     )

@@ -15,7 +15,7 @@ from typing import Generic, TypeVar
 
 from dsched.options import CommandType, FailureStrategy, Priority, ReleaseState, TaskDependType
 from dsched.spec import WorkflowSpec
-from dsched.states import TaskState, WorkflowState
+from dsched.states import InstanceEventKind, TaskState, WorkflowState
 
 T = TypeVar("T")
 
@@ -167,7 +167,7 @@ class InstanceEvent:
     task_name: str = ""
     workflow_state: WorkflowState | None = None
     task_state: TaskState | None = None
-    kind: str = ""
+    kind: InstanceEventKind = InstanceEventKind.STATE
     message: str = ""
     create_time: datetime | None = None
 

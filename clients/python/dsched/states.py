@@ -1,4 +1,4 @@
-"""Workflow and task instance states.
+"""Workflow and task instance states, and the kinds of the events that record them.
 
 The values are the proto enum names without their prefix (``WORKFLOW_INSTANCE_STATE_RUNNING`` ->
 ``"RUNNING"``). They are persisted in the metadata store, so they are permanent.
@@ -48,6 +48,17 @@ class TaskState(StrEnum):
     @property
     def successful(self) -> bool:
         return self in (TaskState.SUCCEEDED, TaskState.FORCED_SUCCESS)
+
+
+class InstanceEventKind(StrEnum):
+    """What an entry of an instance's event log records (the proto enum's comments say more)."""
+
+    STATE = "STATE"
+    CLAIMED = "CLAIMED"
+    FAILOVER = "FAILOVER"
+    TIMEOUT_WARNING = "TIMEOUT_WARNING"
+    RETRY_SCHEDULED = "RETRY_SCHEDULED"
+    WAITING = "WAITING"
 
 
 WORKFLOW_TERMINAL = frozenset(

@@ -27,8 +27,8 @@ async def test_a_task_without_a_worker_in_its_group_waits_with_a_reason_then_run
     await online_workflow(cluster, "p", "needs-gpu", tasks)
     started = await start(cluster, "p", "needs-gpu")
 
-    seen = await watch_until(cluster, started.id, lambda e: e.kind == "WAITING")
-    (waiting,) = [e for e in seen.events if e.kind == "WAITING"]
+    seen = await watch_until(cluster, started.id, lambda e: e.kind == T.INSTANCE_EVENT_KIND_WAITING)
+    (waiting,) = [e for e in seen.events if e.kind == T.INSTANCE_EVENT_KIND_WAITING]
     assert waiting.task_name == "gpu"
     assert "no live worker in group 'gpu'" in waiting.message
     gpu = next(t for t in await task_instances(cluster, started.id) if t.task_name == "gpu")
@@ -51,4 +51,6 @@ async def test_a_task_without_a_worker_in_its_group_waits_with_a_reason_then_run
     tis = await task_instances(cluster, started.id)
     gpu = next(t for t in tis if t.task_name == "gpu")
     assert (gpu.host, gpu.attempt, gpu.state_reason) == (worker.address, 1, "")
-    assert len([e for e in done.events if e.kind == "WAITING"]) == 1  # said once, not per retry
+    assert (
+        len([e for e in done.events if e.kind == T.INSTANCE_EVENT_KIND_WAITING]) == 1
+    )  # said once, not per retry

@@ -506,7 +506,7 @@ async def test_a_retried_attempt_is_superseded(cluster: Cluster, tmp_path: Path)
     inst = await start(cluster, "p", "w")
     seen = await run_to_end(cluster, inst.id)
     assert seen.events[-1].workflow_state == SUCCEEDED
-    assert "RETRY_SCHEDULED" in {e.kind for e in seen.events}
+    assert enums.INSTANCE_EVENT_KIND_RETRY_SCHEDULED in {e.kind for e in seen.events}
     [current] = await task_instances(cluster, inst.id)
     assert (current.attempt, current.retry_times, current.state) == (
         2,

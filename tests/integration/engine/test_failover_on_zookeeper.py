@@ -57,7 +57,7 @@ class Ledger:
 
 async def claims(c: Cluster, instance_id: int) -> list[str]:
     done = await run_to_end(c, instance_id)
-    return [e.message for e in done.events if e.kind == "CLAIMED"]
+    return [e.message for e in done.events if e.kind == T.INSTANCE_EVENT_KIND_CLAIMED]
 
 
 async def owner_epoch(master: Master, instance_id: int) -> int:
@@ -147,7 +147,7 @@ async def test_a_master_that_lost_its_session_comes_back_as_a_new_epoch_and_its_
     assert ledger.runs_of("slow") == 1 and ledger.runs_of("after") == 1  # adopted, not re-run
     tis = await task_instances(api_b, started_id, superseded=True)
     assert sorted((t.task_name, t.attempt) for t in tis) == [("after", 1), ("slow", 1)]
-    assert any(e.kind == "FAILOVER" for e in done.events)
+    assert any(e.kind == T.INSTANCE_EVENT_KIND_FAILOVER for e in done.events)
     assert await owner_epoch(b, started_id) != old_epoch
 
 
@@ -167,7 +167,10 @@ async def test_a_worker_that_lost_its_session_is_fenced_and_its_task_runs_again_
     seen = await watch_until(
         api,
         started.id,
-        lambda e: e.kind == "STATE" and e.task_state == T.TASK_INSTANCE_STATE_NEED_FAULT_TOLERANCE,
+        lambda e: (
+            e.kind == T.INSTANCE_EVENT_KIND_STATE
+            and e.task_state == T.TASK_INSTANCE_STATE_NEED_FAULT_TOLERANCE
+        ),
     )
     assert seen.events
     await watch_until(

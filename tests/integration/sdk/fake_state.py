@@ -129,7 +129,7 @@ class World:
         event = resources_pb2.InstanceEvent(
             sequence=next(self._sequence),
             workflow_instance_id=instance_id,
-            kind="STATE",
+            kind=enums_pb2.INSTANCE_EVENT_KIND_STATE,
             **fields,  # type: ignore[arg-type]
         )
         event.create_time.CopyFrom(now())

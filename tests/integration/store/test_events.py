@@ -7,7 +7,7 @@ import pytest
 from dsched.server.store import events, instances
 from dsched.server.store.database import Database
 from dsched.server.store.events import NewEvent
-from dsched.states import TaskState, WorkflowState
+from dsched.states import InstanceEventKind, TaskState, WorkflowState
 from tests.integration.store.conftest import (
     NOW,
     at,
@@ -39,7 +39,7 @@ async def test_an_appended_event_reads_back_with_every_field(db: Database) -> No
     first, _ = await _two_instances(db)
     event = NewEvent(
         workflow_instance_id=first,
-        kind="TASK",
+        kind=InstanceEventKind.RETRY_SCHEDULED,
         task_instance_id=77,
         task_name="extract",
         workflow_state=WorkflowState.RUNNING,
@@ -50,7 +50,11 @@ async def test_an_appended_event_reads_back_with_every_field(db: Database) -> No
     (record,) = await read(db, lambda c: events.after(c, first, 0))
     assert record.sequence > 0
     assert record.workflow_instance_id == first
-    assert (record.task_instance_id, record.task_name, record.kind) == (77, "extract", "TASK")
+    assert (record.task_instance_id, record.task_name, record.kind) == (
+        77,
+        "extract",
+        InstanceEventKind.RETRY_SCHEDULED,
+    )
     assert (record.workflow_state, record.task_state) == (WorkflowState.RUNNING, TaskState.FAILED)
     assert record.message == "exit code 3 — données 🚀"
     assert record.create_time == at(3)
@@ -61,7 +65,11 @@ async def test_workflow_level_events_have_no_task_fields(db: Database) -> None:
     await _append(db, first, "claimed")
     (record,) = await read(db, lambda c: events.after(c, first, 0))
     assert (record.task_instance_id, record.task_name) == (0, "")
-    assert (record.workflow_state, record.task_state, record.kind) == (None, None, "STATE")
+    assert (record.workflow_state, record.task_state, record.kind) == (
+        None,
+        None,
+        InstanceEventKind.STATE,
+    )
 
 
 async def test_long_messages_are_cut_to_the_column_length(db: Database) -> None:

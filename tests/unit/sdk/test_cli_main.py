@@ -15,7 +15,7 @@ from dsched.cli.logs import event_line
 from dsched.cli.main import main
 from dsched.errors import InvalidArgument
 from dsched.results import InstanceEvent
-from dsched.states import TaskState, WorkflowState
+from dsched.states import InstanceEventKind, TaskState, WorkflowState
 
 
 @pytest.fixture
@@ -111,7 +111,7 @@ def test_event_lines() -> None:
         task_instance_id=5,
         task_name="extract",
         task_state=TaskState.FAILED,
-        kind="STATE",
+        kind=InstanceEventKind.STATE,
         message="exit code 1",
         create_time=when,
     )
@@ -126,7 +126,7 @@ def test_event_lines() -> None:
         workflow_instance_id=1,
         task_instance_id=5,
         task_name="extract",
-        kind="TIMEOUT_WARNING",
+        kind=InstanceEventKind.TIMEOUT_WARNING,
         create_time=when,
     )
     assert event_line(warning) == f"{local}  extract  TIMEOUT_WARNING"

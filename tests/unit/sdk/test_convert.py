@@ -172,6 +172,20 @@ def test_unknown_states_from_a_newer_server_raise_internal() -> None:
         convert.instance_from_proto(resources_pb2.WorkflowInstance(id=1))  # no state at all
 
 
+def test_every_event_kind_round_trips_and_an_unknown_one_raises_internal() -> None:
+    for kind in dsched.InstanceEventKind:
+        msg = resources_pb2.InstanceEvent(sequence=1, kind=convert.INSTANCE_EVENT_KIND.name(kind))
+        assert convert.event_from_proto(msg).kind is kind
+    names = set(enums_pb2.InstanceEventKind.keys()) - {"INSTANCE_EVENT_KIND_UNSPECIFIED"}
+    assert names == {convert.INSTANCE_EVENT_KIND.name(k) for k in dsched.InstanceEventKind}
+    for number in (0, 99):
+        msg = resources_pb2.InstanceEvent(sequence=1)
+        msg.kind = number  # type: ignore[assignment]
+        with pytest.raises(dsched.Internal) as caught:
+            convert.event_from_proto(msg)
+        assert caught.value.reason == "UNKNOWN_ENUM_VALUE"
+
+
 def test_events_frames_and_log_chunks() -> None:
     task_event = resources_pb2.InstanceEvent(
         sequence=3,
@@ -179,7 +193,7 @@ def test_events_frames_and_log_chunks() -> None:
         task_instance_id=7,
         task_name="t",
         task_state=enums_pb2.TASK_INSTANCE_STATE_SUCCEEDED,
-        kind="STATE",
+        kind=enums_pb2.INSTANCE_EVENT_KIND_TIMEOUT_WARNING,
     )
     frame = convert.watch_frame_from_proto(
         master_service_pb2.WatchWorkflowInstanceResponse(events=[task_event], cursor=3)
@@ -187,6 +201,7 @@ def test_events_frames_and_log_chunks() -> None:
     (event,) = frame.events
     assert event.is_task_event and event.task_state is dsched.TaskState.SUCCEEDED
     assert event.workflow_state is None and frame.state is None and frame.cursor == 3
+    assert event.kind is dsched.InstanceEventKind.TIMEOUT_WARNING
     read = log_service_pb2.ReadTaskLogResponse(data=b"ab", offset=1, next_offset=3, size=9)
     assert convert.log_chunk_from_proto(read) == dsched.LogChunk(
         data=b"ab", offset=1, next_offset=3, size=9

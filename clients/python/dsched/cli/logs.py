@@ -16,7 +16,7 @@ from dsched.cli.format import clock
 from dsched.client import Client
 from dsched.errors import DschedError, NotFound
 from dsched.results import InstanceEvent
-from dsched.states import TaskState
+from dsched.states import InstanceEventKind, TaskState
 
 # Task states in which a task instance has (or had) a process, hence a log worth tailing.
 _HAS_RUN = frozenset({TaskState.RUNNING, TaskState.SUCCEEDED, TaskState.FAILED, TaskState.KILLED})
@@ -26,8 +26,8 @@ def event_line(event: InstanceEvent) -> str:
     """``12:00:01  extract  RUNNING  message`` (``workflow`` for workflow-level events)."""
     who = event.task_name if event.is_task_event else "workflow"
     state = event.task_state if event.is_task_event else event.workflow_state
-    what = str(state) if state is not None else event.kind
-    if event.kind and event.kind != "STATE" and state is not None:
+    what = str(state if state is not None else event.kind)
+    if event.kind is not InstanceEventKind.STATE and state is not None:
         what = f"{what} ({event.kind})"
     parts = [clock(event.create_time), who, what]
     if event.message:

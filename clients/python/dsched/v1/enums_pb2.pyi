@@ -114,6 +114,16 @@ class ServerStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SERVER_STATUS_UNSPECIFIED: _ClassVar[ServerStatus]
     SERVER_STATUS_NORMAL: _ClassVar[ServerStatus]
     SERVER_STATUS_BUSY: _ClassVar[ServerStatus]
+
+class InstanceEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    INSTANCE_EVENT_KIND_UNSPECIFIED: _ClassVar[InstanceEventKind]
+    INSTANCE_EVENT_KIND_STATE: _ClassVar[InstanceEventKind]
+    INSTANCE_EVENT_KIND_CLAIMED: _ClassVar[InstanceEventKind]
+    INSTANCE_EVENT_KIND_FAILOVER: _ClassVar[InstanceEventKind]
+    INSTANCE_EVENT_KIND_TIMEOUT_WARNING: _ClassVar[InstanceEventKind]
+    INSTANCE_EVENT_KIND_RETRY_SCHEDULED: _ClassVar[InstanceEventKind]
+    INSTANCE_EVENT_KIND_WAITING: _ClassVar[InstanceEventKind]
 WORKFLOW_INSTANCE_STATE_UNSPECIFIED: WorkflowInstanceState
 WORKFLOW_INSTANCE_STATE_SUBMITTED: WorkflowInstanceState
 WORKFLOW_INSTANCE_STATE_RUNNING: WorkflowInstanceState
@@ -186,3 +196,10 @@ SERVER_ROLE_WORKER: ServerRole
 SERVER_STATUS_UNSPECIFIED: ServerStatus
 SERVER_STATUS_NORMAL: ServerStatus
 SERVER_STATUS_BUSY: ServerStatus
+INSTANCE_EVENT_KIND_UNSPECIFIED: InstanceEventKind
+INSTANCE_EVENT_KIND_STATE: InstanceEventKind
+INSTANCE_EVENT_KIND_CLAIMED: InstanceEventKind
+INSTANCE_EVENT_KIND_FAILOVER: InstanceEventKind
+INSTANCE_EVENT_KIND_TIMEOUT_WARNING: InstanceEventKind
+INSTANCE_EVENT_KIND_RETRY_SCHEDULED: InstanceEventKind
+INSTANCE_EVENT_KIND_WAITING: InstanceEventKind

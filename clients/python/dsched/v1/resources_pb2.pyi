@@ -237,10 +237,10 @@ class InstanceEvent(_message.Message):
     task_name: str
     workflow_state: _enums_pb2.WorkflowInstanceState
     task_state: _enums_pb2.TaskInstanceState
-    kind: str
+    kind: _enums_pb2.InstanceEventKind
     message: str
     create_time: _timestamp_pb2.Timestamp
-    def __init__(self, sequence: _Optional[int] = ..., workflow_instance_id: _Optional[int] = ..., task_instance_id: _Optional[int] = ..., task_name: _Optional[str] = ..., workflow_state: _Optional[_Union[_enums_pb2.WorkflowInstanceState, str]] = ..., task_state: _Optional[_Union[_enums_pb2.TaskInstanceState, str]] = ..., kind: _Optional[str] = ..., message: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, sequence: _Optional[int] = ..., workflow_instance_id: _Optional[int] = ..., task_instance_id: _Optional[int] = ..., task_name: _Optional[str] = ..., workflow_state: _Optional[_Union[_enums_pb2.WorkflowInstanceState, str]] = ..., task_state: _Optional[_Union[_enums_pb2.TaskInstanceState, str]] = ..., kind: _Optional[_Union[_enums_pb2.InstanceEventKind, str]] = ..., message: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
     __slots__ = ("cpu_usage", "memory_usage", "load_average", "disk_usage", "slots_total", "slots_in_use", "start_time", "report_time", "status", "epoch", "pid", "queued")
