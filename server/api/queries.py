@@ -100,6 +100,7 @@ class QueriesApi:
             checks.add("after_sequence", "must not be negative")
         checks.raise_if_any()
         cursor = request.after_sequence
+        sent = False
         while True:
             # Take the wake-up signal before reading, so a change committed after the read still
             # wakes us (see Notifier).
@@ -124,11 +125,19 @@ class QueriesApi:
                     )
             if batch:
                 cursor = batch[-1].sequence
+                sent = True
                 yield pb.WatchWorkflowInstanceResponse(
                     events=convert.events(batch), cursor=cursor, state=WORKFLOW_STATE.number(state)
                 )
                 if len(batch) == WATCH_BATCH:
                     continue
+            if state.terminal and not sent:
+                # Resumed at (or past) the end of a finished instance: no events are left, but
+                # the caller still learns the final state at once instead of an empty stream.
+                sent = True
+                yield pb.WatchWorkflowInstanceResponse(
+                    cursor=cursor, state=WORKFLOW_STATE.number(state)
+                )
             if state.terminal and not request.keep_open:
                 # The terminal state and its events commit together, so nothing more is coming.
                 return

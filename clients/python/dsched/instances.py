@@ -237,7 +237,9 @@ class InstanceCalls(RpcBase):
         keep_open: bool = False,
         deadline: float | None = None,
     ) -> Generator[WatchFrame, None, None]:
-        """Yields the frames of an instance's event stream, progress frames included.
+        """Yields the frames of an instance's event stream, progress frames included. Resumed at
+        the cursor of a finished instance, it yields one frame without events that carries the
+        final state.
 
         The stream reopens from the last cursor if it breaks with UNAVAILABLE (see
         :mod:`dsched.streams`). ``deadline`` is a :func:`time.monotonic` instant (TimeoutError).

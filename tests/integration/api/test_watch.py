@@ -7,6 +7,7 @@ import asyncio
 import grpc
 
 from tests.integration.api.conftest import (
+    FAILED,
     SUCCEEDED,
     TERMINAL,
     WAIT_S,
@@ -72,9 +73,20 @@ async def test_resume_from_every_cursor_has_no_repeats_or_gaps(cluster: Cluster)
         assert [e.SerializeToString() for e in rest.events] == [
             e.SerializeToString() for e in full.events[i + 1 :]
         ]
-    # From the end of a terminal instance: nothing to send, and the stream ends at once.
-    empty = await watch_to_end(cluster, started.id, after=sequences[-1])
-    assert empty.events == []
+    # From the end of a finished instance (or past it): no events, but one frame with the final
+    # state at the cursor asked for, then the end.
+    for cursor in (sequences[-1], sequences[-1] + 1000):
+        last = await watch_to_end(cluster, started.id, after=cursor)
+        assert (last.events, last.cursors, last.states) == ([], [cursor], [SUCCEEDED])
+
+
+async def test_resume_at_the_end_of_a_failed_instance_reports_failed(cluster: Cluster) -> None:
+    await online_workflow(cluster, "p", "w", [shell("a", "exit 3")])
+    started = await start(cluster, "p", "w")
+    full = await run_to_end(cluster, started.id)
+    assert full.state == FAILED
+    last = await watch_to_end(cluster, started.id, after=full.cursor)
+    assert (last.events, last.cursors, last.states) == ([], [full.cursor], [FAILED])
 
 
 async def test_resume_a_live_stream_after_hanging_up(cluster: Cluster, gate: Gate) -> None:
@@ -114,13 +126,15 @@ async def test_keep_open_stays_open_with_progress_frames(cluster: Cluster) -> No
     )
     call = cluster.stub.WatchWorkflowInstance(request)
     try:
-        # Nothing new happens: the next frame is a progress frame (sent every few seconds).
-        frame = await asyncio.wait_for(call.read(), WAIT_S)
+        # The first frame states the final state at once; then, as nothing new happens, progress
+        # frames follow (every few seconds) and the stream stays open.
+        frames = [await asyncio.wait_for(call.read(), WAIT_S) for _ in range(2)]
     finally:
         call.cancel()
-    assert isinstance(frame, pb.WatchWorkflowInstanceResponse)
-    assert list(frame.events) == []
-    assert (frame.cursor, frame.state) == (done.cursor, SUCCEEDED)
+    for frame in frames:
+        assert isinstance(frame, pb.WatchWorkflowInstanceResponse)
+        assert list(frame.events) == []
+        assert (frame.cursor, frame.state) == (done.cursor, SUCCEEDED)
 
 
 async def test_watch_of_an_unknown_instance_is_not_found(cluster: Cluster) -> None:

@@ -330,7 +330,8 @@ class MasterServiceServicer:
     def WatchWorkflowInstance(self, request, context):
         """Streams the events of a workflow instance after a cursor, then new ones as they happen. The stream
         ends after the event that makes the instance terminal, unless `keep_open` is set. Idle streams get a
-        progress frame (no events, the current cursor) every few seconds.
+        progress frame (no events, the current cursor) every few seconds. Resumed at the cursor of a
+        finished instance, the stream sends one frame without events that carries the final state.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -88,7 +88,8 @@ class MasterServiceStub:
     WatchWorkflowInstance: _grpc.UnaryStreamMultiCallable[_master_service_pb2.WatchWorkflowInstanceRequest, _master_service_pb2.WatchWorkflowInstanceResponse]
     """Streams the events of a workflow instance after a cursor, then new ones as they happen. The stream
     ends after the event that makes the instance terminal, unless `keep_open` is set. Idle streams get a
-    progress frame (no events, the current cursor) every few seconds.
+    progress frame (no events, the current cursor) every few seconds. Resumed at the cursor of a
+    finished instance, the stream sends one frame without events that carries the final state.
     """
     GetTaskInstance: _grpc.UnaryUnaryMultiCallable[_master_service_pb2.GetTaskInstanceRequest, _master_service_pb2.GetTaskInstanceResponse]
     """Returns a task instance."""
@@ -163,7 +164,8 @@ class MasterServiceAsyncStub(MasterServiceStub):
     WatchWorkflowInstance: _aio.UnaryStreamMultiCallable[_master_service_pb2.WatchWorkflowInstanceRequest, _master_service_pb2.WatchWorkflowInstanceResponse]  # type: ignore[assignment]
     """Streams the events of a workflow instance after a cursor, then new ones as they happen. The stream
     ends after the event that makes the instance terminal, unless `keep_open` is set. Idle streams get a
-    progress frame (no events, the current cursor) every few seconds.
+    progress frame (no events, the current cursor) every few seconds. Resumed at the cursor of a
+    finished instance, the stream sends one frame without events that carries the final state.
     """
     GetTaskInstance: _aio.UnaryUnaryMultiCallable[_master_service_pb2.GetTaskInstanceRequest, _master_service_pb2.GetTaskInstanceResponse]  # type: ignore[assignment]
     """Returns a task instance."""
@@ -361,7 +363,8 @@ class MasterServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_abc.Iterator[_master_service_pb2.WatchWorkflowInstanceResponse], _abc.AsyncIterator[_master_service_pb2.WatchWorkflowInstanceResponse]]:
         """Streams the events of a workflow instance after a cursor, then new ones as they happen. The stream
         ends after the event that makes the instance terminal, unless `keep_open` is set. Idle streams get a
-        progress frame (no events, the current cursor) every few seconds.
+        progress frame (no events, the current cursor) every few seconds. Resumed at the cursor of a
+        finished instance, the stream sends one frame without events that carries the final state.
         """
 
     @_abc_1.abstractmethod
