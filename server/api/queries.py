@@ -36,6 +36,7 @@ def heartbeat(info: HeartbeatInfo) -> resources_pb2.Heartbeat:
         disk_usage=info.disk_usage,
         slots_total=info.slots_total,
         slots_in_use=info.slots_in_use,
+        queued=info.queued,
         start_time=convert.timestamp(info.start_time),
         report_time=convert.timestamp(info.report_time),
         status=SERVER_STATUS.number(info.status),

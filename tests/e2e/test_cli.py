@@ -133,6 +133,7 @@ def test_instances_cluster_workflows_and_info_tables(
     assert worker["STATUS"] in ("NORMAL", "BUSY")
     assert re.fullmatch(r"\d+/\d+", worker["SLOTS"]) and int(worker["EPOCH"]) >= 1
     assert 0.0 <= float(worker["WEIGHT"]) <= 100.0 and master["WEIGHT"] == "-"
+    assert int(worker["QUEUED"]) >= 0 and master["QUEUED"] == "-"
     assert float(worker["LOAD"]) >= 0.0 and worker["DISK"].endswith("%")
     assert re.fullmatch(r"[\d.]+(ms|s)|\d+m\d\ds|\d+h\d\dm", worker["UPTIME"])
 

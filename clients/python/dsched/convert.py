@@ -385,6 +385,7 @@ def member_from_proto(msg: resources_pb2.ClusterMember) -> ClusterMember:
         disk_usage=beat.disk_usage,
         slots_total=beat.slots_total,
         slots_in_use=beat.slots_in_use,
+        queued=beat.queued,
         epoch=beat.epoch,
         pid=beat.pid,
         start_time=_time(beat, "start_time"),

@@ -206,6 +206,7 @@ class ClusterMember:
 
     ``weight`` is a worker's effective selection weight as the answering master computes it now
     (0..100, higher is preferred, reduced during warm-up, 0 while BUSY); always 0 for masters.
+    ``queued`` is a worker's backlog: attempts it accepted that wait for a free slot.
     """
 
     role: ServerRole
@@ -218,6 +219,7 @@ class ClusterMember:
     disk_usage: float = 0.0
     slots_total: int = 0
     slots_in_use: int = 0
+    queued: int = 0
     epoch: int = 0
     pid: int = 0
     start_time: datetime | None = None

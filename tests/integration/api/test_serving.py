@@ -3,6 +3,7 @@ and its own description."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from datetime import UTC, datetime, timedelta
 
@@ -12,7 +13,18 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from dsched.v1 import master_service_pb2
-from tests.integration.api.conftest import WAIT_S, Cluster, enums, pb
+from tests.integration.api.conftest import (
+    SUCCEEDED,
+    WAIT_S,
+    Cluster,
+    Gate,
+    enums,
+    online_workflow,
+    pb,
+    run_to_end,
+    shell,
+    start,
+)
 
 SERVICES = {
     "dsched.v1.MasterService",
@@ -138,6 +150,28 @@ async def test_cluster_members_show_master_and_worker_with_heartbeats(cluster: C
         pb.ListClusterMembersRequest(role=enums.SERVER_ROLE_WORKER)
     )
     assert [m.address for m in workers.members] == [cluster.worker.address]
+
+
+async def test_cluster_members_report_a_workers_backlog(cluster: Cluster, gate: Gate) -> None:
+    slots = cluster.worker.options.slots
+    tasks = [shell(f"t{i}", gate.wait) for i in range(slots + 2)]  # two more than it can run
+    await online_workflow(cluster, "p", "fan-out", tasks)
+    started = await start(cluster, "p", "fan-out")
+    try:
+        # The worker publishes its backlog in its heartbeat as soon as it changes.
+        async with asyncio.timeout(WAIT_S):
+            while (seen := cluster.master.workers.get(cluster.worker.address)) is None or (
+                seen.heartbeat.queued < 2
+            ):
+                await cluster.master.workers.changed()
+        reply = await cluster.stub.ListClusterMembers(pb.ListClusterMembersRequest())
+        master, worker = reply.members
+        assert (worker.heartbeat.slots_in_use, worker.heartbeat.queued) == (slots, 2)
+        assert master.heartbeat.queued == 0
+    finally:
+        gate.open()
+    done = await run_to_end(cluster, started.id)
+    assert done.state == SUCCEEDED
 
 
 async def test_server_info_describes_the_master(cluster: Cluster) -> None:

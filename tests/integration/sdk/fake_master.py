@@ -345,6 +345,7 @@ class FakeMaster(master_service_pb2_grpc.MasterServiceServicer):
             memory_usage=0.5,
             slots_total=8,
             slots_in_use=2,
+            queued=3,
             epoch=7,
             status=enums_pb2.SERVER_STATUS_NORMAL,
         )

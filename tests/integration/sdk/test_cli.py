@@ -178,12 +178,12 @@ def test_workflows_cluster_info(submitted: Fake) -> None:
     cluster = cli(submitted, "cluster").stdout.splitlines()
     assert cluster[0].split() == [
         *("ROLE", "ADDRESS", "GROUP", "STATUS", "CPU", "MEM", "LOAD", "DISK", "SLOTS"),
-        *("WEIGHT", "EPOCH", "UPTIME"),
+        *("QUEUED", "WEIGHT", "EPOCH", "UPTIME"),
     ]
     worker = ["WORKER", "10.0.0.2:5679", "default", "NORMAL", "25%", "50%", "0.00", "0%", "2/8"]
-    assert cluster[2].split() == [*worker, "42.5", "7", "1h02m"]
+    assert cluster[2].split() == [*worker, "3", "42.5", "7", "1h02m"]
     master = cluster[1].split()
-    assert (master[2], master[9]) == ("-", "-")  # masters have no group and no weight
+    assert (master[2], master[9], master[10]) == ("-", "-", "-")  # no group, backlog, weight
     info = cli(submitted, "info").stdout
     assert "version: 0.1.0-fake" in info and "role:    MASTER" in info
     assert "metrics: commands_claimed=5 stale_events=2" in info

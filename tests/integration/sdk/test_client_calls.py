@@ -146,6 +146,7 @@ def test_cluster_members_and_server_info(fake: Fake, client: Client) -> None:
     assert master.role is dsched.ServerRole.MASTER and worker.group == "default"
     assert worker.status is dsched.ServerStatus.NORMAL
     assert (worker.slots_in_use, worker.slots_total, worker.cpu_usage) == (2, 8, 0.25)
+    assert worker.queued == 3
     assert (worker.weight, master.weight) == (42.5, 0.0)
     assert worker.start_time is not None and worker.report_time is not None
     assert worker.report_time - worker.start_time >= timedelta(seconds=3723)

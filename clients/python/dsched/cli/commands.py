@@ -165,7 +165,8 @@ def workflows(args: argparse.Namespace, client: Client) -> int:
 
 
 def cluster(args: argparse.Namespace, client: Client) -> int:
-    """The live masters and workers: latest heartbeat, selection weight, epoch and uptime."""
+    """The live masters and workers: latest heartbeat (with a worker's backlog), selection weight,
+    epoch and uptime."""
     # Uptime by this host's clock: a heartbeat's report time lags by up to an interval, and
     # cluster hosts keep their clocks in sync well enough for a display.
     now = datetime.now(UTC)
@@ -180,6 +181,7 @@ def cluster(args: argparse.Namespace, client: Client) -> int:
             f"{m.load_average:.2f}",
             fmt.percent(m.disk_usage),
             f"{m.slots_in_use}/{m.slots_total}",
+            m.queued if m.role is ServerRole.WORKER else None,
             f"{m.weight:.1f}" if m.role is ServerRole.WORKER else None,
             m.epoch,
             fmt.elapsed(max(now - m.start_time, timedelta(0)) if m.start_time else None),
@@ -196,6 +198,7 @@ def cluster(args: argparse.Namespace, client: Client) -> int:
         "load",
         "disk",
         "slots",
+        "queued",
         "weight",
         "epoch",
         "uptime",
