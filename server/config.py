@@ -51,6 +51,7 @@ from dsched.server.constants import (
     HEARTBEAT_INTERVAL_S,
 )
 from dsched.server.heartbeat import Thresholds
+from dsched.server.shutdown import DEFAULT_SHUTDOWN_TIMEOUT_S
 
 __all__ = [
     "EMBEDDED_REGISTRY",
@@ -86,6 +87,8 @@ class Settings:
     ``registry_auth`` are kept out of ``repr`` because they may hold a password: log
     :attr:`safe_db_url` instead. ``registry_session_timeout`` is the ZooKeeper session timeout in
     seconds: how long a server may be out of touch before its members vanish and others take over.
+    ``shutdown_timeout`` bounds a stop (SIGTERM) in seconds: what is not done by then is abandoned
+    (see :mod:`dsched.server.processes`).
     """
 
     role: Role = "standalone"
@@ -104,6 +107,7 @@ class Settings:
     host_selector: HostSelector = "lower_weight"
     warmup_seconds: float = 600.0
     outbox_fsync: bool = False
+    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT_S
     log_level: str = "INFO"
     cpu_threshold: float = 0.9
     memory_threshold: float = 0.9
@@ -185,6 +189,7 @@ _OPTIONS = (
     _Option("host_selector", str),
     _Option("warmup_seconds", float),
     _Option("outbox_fsync", bool),
+    _Option("shutdown_timeout", float, "--shutdown-timeout", help="seconds a stop may take"),
     _Option("log_level", str, "--log-level", help="DEBUG, INFO, WARNING, ERROR or CRITICAL"),
     _Option("cpu_threshold", float),
     _Option("memory_threshold", float),

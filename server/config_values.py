@@ -213,6 +213,7 @@ _CHECKS: dict[str, Callable[[object], object]] = {
     "failover_delay": _in_range(0, 86400),
     "host_selector": _choice(HOST_SELECTORS, lambda s: s.lower().replace("-", "_")),
     "warmup_seconds": _in_range(0, 86400),
+    "shutdown_timeout": _in_range(1, 3600),
     "log_level": _choice(LOG_LEVELS, str.upper),
     "cpu_threshold": _in_range(0, 1, open_low=True),
     "memory_threshold": _in_range(0, 1, open_low=True),

@@ -11,8 +11,10 @@ registers again and hands the old epoch's instances over for recovery at once (i
 orphans).
 
 ``stop`` (SIGTERM) stops claiming, stops the runners, hands their instances over (so a surviving
-master resumes them at once instead of after the failover delay) and deregisters. If the store is
-unreachable then, the instances stay with the dead epoch and are recovered by the failover check.
+master resumes them at once instead of after the failover delay) and deregisters, each step bounded
+by the shutdown's budget (:mod:`dsched.server.shutdown`). If the store is unreachable then, the
+instances stay with the dead epoch and are recovered by the failover check; if the registry is, the
+node goes when the session expires. Either is recorded as abandoned.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from dsched.server.heartbeat import (
     sample_host,
 )
 from dsched.server.rpc.serving import Service, Serving
+from dsched.server.shutdown import Shutdown
 from dsched.server.store import servers
 from dsched.server.store.database import Database
 from dsched.v1 import (
@@ -72,6 +75,13 @@ log = logging.getLogger(__name__)
 VERSION = "0.1.0"
 MASTER_CAPACITY = 10_000  # instances a master drives before it reports BUSY
 _RETRY = Backoff(initial=0.2, maximum=5.0)
+# Bounds of the steps of a stop (seconds), within the shutdown's budget. _TAIL_S is kept for what
+# is stopped after the master (the registry session).
+_HAND_OVER_S = 10.0
+_UNREGISTER_S = 3.0
+_CLOSE_DB_S = 2.0
+_UNWIND_S = 1.0
+_TAIL_S = 1.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -191,36 +201,53 @@ class Master:
         await self.consumer.start()
         log.info("master %s started (epoch %s)", self.address, self.epoch)
 
-    async def stop(self, grace: float = 5.0) -> None:
+    async def stop(self, grace: float = 5.0, *, shutdown: Shutdown | None = None) -> None:
+        """Stops as the module says. Every step is bounded by ``shutdown`` (default: a new one of
+        the default timeout), keeping :data:`_TAIL_S` for what is stopped after the master; what a
+        step cannot do (the store or the registry does not answer) is recorded there as
+        abandoned. Calls in progress get up to ``grace`` seconds."""
+        shutdown = shutdown or Shutdown()
         self._stopping = True
-        await self._stop_claiming()
+        driving = len(self.runners)
+        await shutdown.step("stop claiming", self._stop_claiming(), reserve=_TAIL_S)
         if self._serving is not None:
             await self._serving.health.enter_graceful_shutdown()
         # End open streams (watches, worker event streams) before the server has to cancel them.
         self.notifier.close()
         if self._task_events is not None:
             self._task_events.close()
-        await self.runners.stop_all()
+        await shutdown.step(
+            f"stop driving {driving} instances", self.runners.stop_all(), reserve=_TAIL_S
+        )
         if self.services is not None:
-            await self.services.cancel_background()
-        await self.dispatcher.stop()
+            await shutdown.step(
+                "stop background work", self.services.cancel_background(), reserve=_TAIL_S
+            )
+        await shutdown.step("stop dispatching", self.dispatcher.stop(), reserve=_TAIL_S)
         if self.services is not None and self._registered:
-            await self._hand_over(self.epoch, "was stopped")
+            # Not done: the failover check of any master recovers them after the failover delay.
+            handing_over = fail_over_epoch(self.services, self.epoch, "was stopped")
+            what = f"hand over the instances of epoch {self.epoch}"
+            limit = shutdown.share(_HAND_OVER_S, 0.4)
+            await shutdown.step(what, handing_over, limit=limit, reserve=_TAIL_S)
         if self._heartbeat_task is not None:
-            self._heartbeat_task.cancel()
-            await asyncio.gather(self._heartbeat_task, return_exceptions=True)
+            await shutdown.cancel("stop the heartbeat", self._heartbeat_task, reserve=_TAIL_S)
         if callable(self._cancel_watch):
             self._cancel_watch()
         if self._registered:
             self._registered = False
-            try:
-                await self.registry.unregister(self._node)
-            except Exception as exc:  # the node dies with the session anyway
-                log.warning("cannot remove %s from the registry: %s", self._node, exc)
-        await self.workers.stop()
+            # Not done: the node goes when the session expires.
+            leaving = self.registry.unregister(self._node)
+            what = f"remove {self._node} from the registry"
+            limit = shutdown.share(_UNREGISTER_S, 0.1)
+            await shutdown.step(what, leaving, limit=limit, reserve=_TAIL_S)
+        await shutdown.step("close the worker channels", self.workers.stop(), reserve=_TAIL_S)
+        closing_db = shutdown.share(_CLOSE_DB_S, 0.1)
         if self._serving is not None:
-            await self._serving.stop(grace)
-        await self.db.stop()
+            calls_grace = shutdown.budget(grace, reserve=_TAIL_S + closing_db + _UNWIND_S)
+            calls = self._serving.stop(calls_grace)
+            await shutdown.step("end the calls in progress", calls, reserve=_TAIL_S + closing_db)
+        await shutdown.step("close the database", self.db.stop(), limit=closing_db, reserve=_TAIL_S)
         log.info("master %s stopped", self.address)
 
     async def _stop_claiming(self) -> None:

@@ -11,10 +11,16 @@ and test harnesses rely on this contract:
     dsched worker is up: address 127.0.0.1:40125, group default, epoch 3, pid 12346
 
   ``--port 0`` binds any free port; the address printed (and advertised) is the bound one.
-* SIGTERM or SIGINT: ``dsched <role>: shutting down``, a graceful stop (a master stops claiming, a
-  worker gives running tasks their grace, both leave the registry so their members vanish at once),
-  then ``dsched <role>: stopped`` and exit status 0. More signals while stopping are logged and
-  otherwise ignored (SIGKILL forces). A signal during start-up abandons the start.
+* SIGTERM or SIGINT: ``dsched <role>: shutting down``, a graceful stop (a master stops claiming and
+  hands its instances over, a worker gives running tasks what the budget allows, both leave the
+  registry so their members vanish at once), then ``dsched <role>: stopped`` and exit status 0.
+  The stop is bounded by ``shutdown_timeout`` (default 30 s) counted from the signal, whatever no
+  longer answers (ZooKeeper, the database): what it could not do in time (an instance not handed
+  over, a task killed, a node left in the registry) is logged as ``shutdown abandoned: ...``, the
+  last line reads ``dsched <role>: stopped, abandoned: ...`` and the exit status is 3. A process
+  still alive at the deadline logs why, kills its tasks and exits with 3 at once. A second SIGTERM
+  or SIGINT exits at once with 128 + the signal's number (a worker kills its tasks first, so none
+  runs on unsupervised). A signal during start-up abandons the start (bounded the same way).
 * Exit status 2: invalid settings, each violation on its own line of stderr. Exit status 1: the
   server could not start (ZooKeeper or the database unreachable, the port taken, ...), said in one
   ``error:`` line; the traceback is logged at DEBUG only.
@@ -23,14 +29,16 @@ and test harnesses rely on this contract:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
 import socket
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
-from typing import Protocol
+from typing import NoReturn, Protocol
 
 from sqlalchemy.exc import DBAPIError
 
@@ -38,6 +46,7 @@ from dsched.errors import InvalidArgument
 from dsched.server.config import Role, Settings, configure_logging, load_settings
 from dsched.server.coord.factory import open_registry
 from dsched.server.master import Master, MasterOptions
+from dsched.server.shutdown import DEFAULT_SHUTDOWN_TIMEOUT_S, Shutdown
 from dsched.worker.app import Worker, WorkerOptions
 
 log = logging.getLogger(__name__)
@@ -45,6 +54,7 @@ log = logging.getLogger(__name__)
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_ABANDONED = 3  # stopped, but something was abandoned (logged)
 EXIT_INTERRUPTED = 130
 
 
@@ -60,43 +70,79 @@ class Part(Protocol):
     async def stop(self) -> None: ...
 
 
+Stopper = Callable[[Shutdown], Awaitable[None]]
+_START_MASTER = "start the master"
+_CLOSE_ZK = "close the ZooKeeper session"
+
+
 class ServerProcess:
     """What :func:`run` drives: a server process made of parts (registry sessions, a master, a
     worker) started in order and stopped in reverse. Subclasses :meth:`add` their parts and say
     their :meth:`ready_line`.
 
     :meth:`stop` stops the parts that started and the one that was starting, if any (best effort:
-    it may have started halfway), so it is right after a failed or cancelled start too.
+    it may have started halfway), so it is right after a failed or cancelled start too. Each part's
+    stop is one step of the :class:`Shutdown` (bounded by what is left of it).
     """
 
-    def __init__(self) -> None:
-        self._parts: list[tuple[str, Part]] = []
-        self._started: list[Part] = []
+    def __init__(self, shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT_S) -> None:
+        self.shutdown_timeout = shutdown_timeout
+        self._parts: list[tuple[str, str, Part, Stopper | None]] = []
+        self._started: list[tuple[str, Part, Stopper | None]] = []
+        self._workers: list[Worker] = []
 
-    def add(self, what: str, part: Part) -> None:
-        """``what`` completes "cannot ..." in the error of a failed start."""
-        self._parts.append((what, part))
+    def add(
+        self, what: str, part: Part, *, stopping: str = "", stop: Stopper | None = None
+    ) -> None:
+        """``what`` completes "cannot ..." in the error of a failed start; ``stopping`` names the
+        stop in what a shutdown abandons; ``stop`` replaces ``part.stop()`` for parts that take the
+        shutdown's budget into account."""
+        self._parts.append((what, stopping or f"stop the {type(part).__name__}", part, stop))
+
+    def add_master(self, master: Master) -> None:
+        self.add(
+            _START_MASTER,
+            master,
+            stopping="stop the master",
+            stop=lambda s: master.stop(shutdown=s),
+        )
+
+    def add_worker(self, worker: Worker) -> None:
+        """Adds a worker, whose tasks :meth:`abandon` kills."""
+        self._workers.append(worker)
+        self.add(
+            "start the worker",
+            worker,
+            stopping="stop the worker",
+            stop=lambda s: worker.stop(shutdown=s),
+        )
 
     async def start(self) -> None:
         """Starts every part; on failure stops them again and raises StartupError."""
-        for what, part in self._parts:
-            self._started.append(part)
+        for what, stopping, part, stop in self._parts:
+            self._started.append((stopping, part, stop))
             try:
                 await part.start()
             except Exception as exc:
                 log.debug("start-up failed: cannot %s", what, exc_info=True)
-                await self.stop()
+                await self.stop(Shutdown(self.shutdown_timeout))
                 raise StartupError(self.describe(what, exc)) from exc
 
-    async def stop(self) -> None:
-        """Stops the started parts in reverse order; a part that fails to stop is logged and the
-        others still stop."""
+    async def stop(self, shutdown: Shutdown | None = None) -> None:
+        """Stops the started parts in reverse order, each within what is left of ``shutdown``
+        (default: a new one of ``shutdown_timeout``); a part that fails or overruns is recorded
+        as abandoned and the others still stop."""
+        shutdown = shutdown or Shutdown(self.shutdown_timeout)
         while self._started:
-            part = self._started.pop()
-            try:
-                await part.stop()
-            except Exception:
-                log.warning("error while stopping %s", type(part).__name__, exc_info=True)
+            stopping, part, stop = self._started.pop()
+            await shutdown.step(stopping, part.stop() if stop is None else stop(shutdown))
+
+    def abandon(self) -> None:
+        """Last words before the process exits at once (a second signal, the deadline): kills the
+        workers' tasks, which must not run on unsupervised. Synchronous, callable from any
+        thread."""
+        for worker in self._workers:
+            worker.abandon()
 
     def describe(self, what: str, exc: Exception) -> str:
         """The one-line error of a failed start of the part ``what``."""
@@ -130,19 +176,16 @@ def master_options(settings: Settings) -> MasterOptions:
     )
 
 
-_START_MASTER = "start the master"
-
-
 class MasterProcess(ServerProcess):
     """``dsched master``: a ZooKeeper session and a :class:`Master`."""
 
     def __init__(self, settings: Settings) -> None:
-        super().__init__()
+        super().__init__(settings.shutdown_timeout)
         self.settings = settings
         self.registry = open_registry(settings)
         self.master = Master(master_options(settings), registry=self.registry)
-        self.add(f"join ZooKeeper at {settings.registry}", self.registry)
-        self.add(_START_MASTER, self.master)
+        self.add(f"join ZooKeeper at {settings.registry}", self.registry, stopping=_CLOSE_ZK)
+        self.add_master(self.master)
 
     def ready_line(self) -> str:
         m = self.master
@@ -162,12 +205,12 @@ class WorkerProcess(ServerProcess):
     """``dsched worker``: a ZooKeeper session and a :class:`Worker`."""
 
     def __init__(self, settings: Settings) -> None:
-        super().__init__()
+        super().__init__(settings.shutdown_timeout)
         self.settings = settings
         self.registry = open_registry(settings)
         self.worker = Worker(WorkerOptions.from_settings(settings), registry=self.registry)
-        self.add(f"join ZooKeeper at {settings.registry}", self.registry)
-        self.add("start the worker", self.worker)
+        self.add(f"join ZooKeeper at {settings.registry}", self.registry, stopping=_CLOSE_ZK)
+        self.add_worker(self.worker)
 
     def ready_line(self) -> str:
         w = self.worker
@@ -188,36 +231,95 @@ def use_pidfd_child_watcher() -> None:
         asyncio.set_child_watcher(asyncio.PidfdChildWatcher())
 
 
-async def serve(name: str, process: ServerProcess) -> None:
-    """Starts ``process``, prints its ready line, and stops it at SIGTERM/SIGINT (see module)."""
-    stop = asyncio.Event()
+# Of the shutdown budget, what is kept for leaving the event loop after the parts stopped.
+_TEARDOWN_S = 2.0
+
+
+async def serve(
+    name: str, process: ServerProcess, *, announce: Callable[[], None] = lambda: None
+) -> Shutdown:
+    """Starts ``process``, prints its ready line, and stops it at SIGTERM/SIGINT (see module).
+    ``announce`` runs once the signals are handled, before the start. Returns the shutdown, whose
+    ``abandoned`` lists what the stop could not do."""
+    signalled = asyncio.Event()
     loop = asyncio.get_running_loop()
+    timeout = process.shutdown_timeout
 
     def on_signal(sig: signal.Signals) -> None:
-        if stop.is_set():
-            log.warning("%s again: already shutting down (SIGKILL forces an exit)", sig.name)
-        stop.set()
+        if signalled.is_set():
+            exit_at_once(name, process, sig)
+        signalled.set()
+        _arm_deadline(name, process, timeout)
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal, sig)
+    announce()
     starting = asyncio.create_task(process.start(), name=f"{name}-start")
-    stopping = asyncio.create_task(stop.wait(), name=f"{name}-signal")
+    stopping = asyncio.create_task(signalled.wait(), name=f"{name}-signal")
     try:
         await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
         if starting.done():
             starting.result()  # a failed start raises here, already stopped
             print(process.ready_line(), flush=True)
             await stopping
-        else:
-            starting.cancel()
-            await asyncio.gather(starting, return_exceptions=True)
+        shutdown = Shutdown(max(0.0, timeout - min(_TEARDOWN_S, timeout / 4)))
         print(f"dsched {name}: shutting down", flush=True)
-        await process.stop()
-        print(f"dsched {name}: stopped", flush=True)
+        if not starting.done():
+            await shutdown.cancel("abandon the start-up", starting)
+        await process.stop(shutdown)
+        if shutdown.abandoned:
+            print(f"dsched {name}: stopped, abandoned: {'; '.join(shutdown.abandoned)}", flush=True)
+        else:
+            print(f"dsched {name}: stopped", flush=True)
+        return shutdown
     finally:
         stopping.cancel()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+            if signalled.is_set():  # from now on until the exit, another signal exits at once
+                signal.signal(sig, lambda signum, _frame: exit_at_once(name, process, signum))
+
+
+def exit_at_once(name: str, process: ServerProcess, sig: int) -> NoReturn:
+    """A second signal: abandons the shutdown; exit status 128 + the signal's number."""
+    signame = signal.Signals(sig).name
+    log.error("%s again: exiting at once, abandoning the shutdown", signame)
+    _exit_now(f"dsched {name}: {signame} again: exiting at once", process, 128 + sig)
+
+
+def _arm_deadline(name: str, process: ServerProcess, timeout: float) -> None:
+    """The shutdown's hard bound, outside the event loop: it fires even if the loop is stuck in a
+    call that never returns, or the interpreter waits at its exit for a thread that never ends."""
+
+    def expire() -> None:
+        log.error("shutdown not finished within %g s: exiting now", timeout)
+        _exit_now(
+            f"dsched {name}: not stopped within {timeout:g} s: exiting", process, EXIT_ABANDONED
+        )
+
+    timer = threading.Timer(timeout, expire)
+    timer.daemon = True
+    timer.name = "dsched-shutdown-deadline"
+    timer.start()
+
+
+def _exit_now(line: str, process: ServerProcess, status: int) -> NoReturn:
+    try:
+        process.abandon()
+    except Exception:
+        log.exception("could not end what must not outlive this process")
+    print(line, flush=True)
+    flush_output()
+    os._exit(status)
+
+
+def flush_output() -> None:
+    """Flushes stdout, stderr and every log handler (before an ``os._exit``)."""
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # closed by now: nothing to flush
+            stream.flush()
 
 
 def run(role: Role, argv: Sequence[str], make: Callable[[Settings], ServerProcess]) -> int:
@@ -232,31 +334,39 @@ def run(role: Role, argv: Sequence[str], make: Callable[[Settings], ServerProces
     configure_logging(settings)
     use_pidfd_child_watcher()
     try:
-        asyncio.run(_serve_settings(role, settings, make))
+        shutdown = asyncio.run(_serve_settings(role, settings, make))
     except StartupError as err:
         sys.stderr.write(f"error: dsched {role}: {err}\n")
         return EXIT_FAILED
     except KeyboardInterrupt:  # before the signal handlers were installed
         return EXIT_INTERRUPTED
+    if shutdown.abandoned:
+        # Threads that were abandoned (a ZooKeeper client that never closed) must not hold the
+        # interpreter's exit: their work is logged as abandoned already.
+        flush_output()
+        os._exit(EXIT_ABANDONED)
     return EXIT_OK
 
 
 async def _serve_settings(
     role: Role, settings: Settings, make: Callable[[Settings], ServerProcess]
-) -> None:
-    log.info(
-        "%s starting: registry %s, data in %s%s",
-        role,
-        settings.registry,
-        settings.data_dir,
-        "" if role == "worker" else f", database {settings.safe_db_url}",
-    )
+) -> Shutdown:
     try:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         process = make(settings)
     except (OSError, ValueError) as exc:
         raise StartupError(reason(exc)) from exc
-    await serve(role, process)
+
+    def announce() -> None:
+        log.info(
+            "%s starting: registry %s, data in %s%s",
+            role,
+            settings.registry,
+            settings.data_dir,
+            "" if role == "worker" else f", database {settings.safe_db_url}",
+        )
+
+    return await serve(role, process, announce=announce)
 
 
 def master_main(argv: Sequence[str] | None = None) -> int:

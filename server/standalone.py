@@ -2,9 +2,9 @@
 
 Each has its own session on the embedded registry, over SQLite in the data directory: the same code
 paths and gRPC calls as a cluster. Start-up, the ready line, signals and exit statuses are those of
-every server process (:mod:`dsched.server.processes`): SIGINT and SIGTERM stop it cleanly (the
-master stops claiming, the worker lets running tasks finish for a grace period, and both deregister
-before the process exits).
+every server process (:mod:`dsched.server.processes`): SIGINT and SIGTERM stop it cleanly within
+``shutdown_timeout`` (the worker lets running tasks finish for what the budget allows, the master
+stops claiming and hands its instances over, and both deregister before the process exits).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class Standalone(ServerProcess):
     """Master + worker + embedded registry in one process."""
 
     def __init__(self, settings: Settings) -> None:
-        super().__init__()
+        super().__init__(settings.shutdown_timeout)
         self.settings = settings
         self.ensemble = EmbeddedEnsemble(settings.data_dir / "registry")
         # One registry session each, as in a cluster: either can lose it without the other.
@@ -43,8 +43,8 @@ class Standalone(ServerProcess):
         self.worker = Worker(WorkerOptions.from_settings(settings), registry=self.worker_registry)
         self.add("open the master's registry session", self.master_registry)
         self.add("open the worker's registry session", self.worker_registry)
-        self.add("start the master", self.master)
-        self.add("start the worker", self.worker)
+        self.add_master(self.master)
+        self.add_worker(self.worker)
 
     def ready_line(self) -> str:
         return (

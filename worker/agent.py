@@ -36,11 +36,13 @@ from dsched.server.constants import WORKERS_PATH
 from dsched.server.coord.registry import ConnectionState, Registry
 from dsched.server.core.backoff import Backoff
 from dsched.server.heartbeat import HeartbeatInfo, HostSample, Thresholds, encode_heartbeat
+from dsched.server.shutdown import Shutdown
 from dsched.worker.execution import Clock
 
 log = logging.getLogger(__name__)
 
 Sampler = Callable[[], Awaitable[HostSample]]
+UNREGISTER_S = 3.0  # how long a stop waits for the registry to remove the node
 IDLE_SAMPLE = HostSample(cpu_usage=0.0, memory_usage=0.0, load_average=0.0, disk_usage=0.0)
 
 
@@ -122,21 +124,22 @@ class Agent:
         await self._register()
         self._heartbeat_task = asyncio.create_task(self._heartbeats(), name="dsched-heartbeat")
 
-    async def stop(self) -> None:
-        """Stops the heartbeat and removes the node (errors are logged: the session ends anyway)."""
+    async def stop(self, shutdown: Shutdown | None = None) -> None:
+        """Stops the heartbeat and removes the node, within ``shutdown``'s budget (at most
+        :data:`UNREGISTER_S`, or a tenth of the timeout, for the node). A node that cannot be
+        removed (the registry does not answer) is recorded as abandoned: it goes when the session
+        expires."""
+        shutdown = shutdown or Shutdown()
         self._stopped = True
         self._cancel_fence_timer()
         for task in (self._heartbeat_task, self._recover_task):
             if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                await shutdown.cancel("stop the heartbeat", task)
         if self._registered:
             self._registered = False
-            try:
-                await self._registry.unregister(self.path)
-            except Exception as exc:  # any registry error: the node dies with the session anyway
-                log.warning("cannot remove %s from the registry: %s", self.path, exc)
+            leaving = self._registry.unregister(self.path)
+            limit = shutdown.share(UNREGISTER_S, 0.1)
+            await shutdown.step(f"remove {self.path} from the registry", leaving, limit=limit)
 
     def poke(self) -> None:
         """Publishes a heartbeat now (the load status changed)."""

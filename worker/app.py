@@ -9,7 +9,8 @@
 ``host:port``, takes an epoch and registers in the registry, then starts reporting events (first the
 ones an earlier incarnation left in the outbox). ``stop`` refuses new dispatches, leaves the
 registry, gives running tasks ``grace`` seconds and kills the rest, gives unacknowledged events up
-to ``flush_timeout`` seconds (the rest stay in the outbox), and stops the server.
+to ``flush_timeout`` seconds (the rest stay in the outbox), and stops the server, all within the
+budget of a :class:`~dsched.server.shutdown.Shutdown`.
 
 The registry belongs to the caller: it must be started before :meth:`Worker.start` and is not
 stopped by the worker. Data directory layout: ``logs/`` (task logs and their index), ``exec/`` (one
@@ -19,6 +20,8 @@ process groups; see :mod:`dsched.worker.orphans`).
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import shutil
 from collections.abc import Mapping
@@ -39,6 +42,7 @@ from dsched.server.coord.registry import Registry
 from dsched.server.core.backoff import Backoff
 from dsched.server.heartbeat import Thresholds, sample_host
 from dsched.server.rpc.serving import Service, Serving
+from dsched.server.shutdown import Shutdown
 from dsched.v1 import log_service_pb2, log_service_pb2_grpc, worker_service_pb2
 from dsched.v1 import worker_service_pb2_grpc as worker_grpc
 from dsched.worker.agent import Agent, Sampler
@@ -47,10 +51,19 @@ from dsched.worker.log_service import LogServicer
 from dsched.worker.logs import LogStore
 from dsched.worker.orphans import ProcessRecords
 from dsched.worker.outbox import Outbox
+from dsched.worker.process import DRAIN_TIMEOUT_S
 from dsched.worker.reporter import Reporter
 from dsched.worker.runner import Runner
 from dsched.worker.servicer import WorkerServicer
 from dsched.worker.tasks import default_task_types
+
+log = logging.getLogger(__name__)
+
+# Of a stop's budget (seconds): TAIL_S is kept for what stops after the worker (the registry
+# session; the master of a standalone), _FLUSH_MIN_S for the last events, _SERVER_STOP_S for calls.
+TAIL_S = 3.0
+_FLUSH_MIN_S = 1.0
+_SERVER_STOP_S = 1.0
 
 
 def default_slots() -> int:
@@ -211,17 +224,45 @@ class Worker:
             raise
         self.runner.on_load_change = self.agent.poke
 
-    async def stop(self, grace: float | None = None) -> None:
-        """Stops as described in the module docstring; ``grace`` defaults to the options'
-        ``stop_grace``. Idempotent."""
+    async def stop(self, grace: float | None = None, *, shutdown: Shutdown | None = None) -> None:
+        """Stops as described in the module docstring, within ``shutdown`` (default: a new one of
+        the default timeout): running tasks get ``grace`` seconds (default: the options'
+        ``stop_grace``) but no more than the budget leaves once the kill, the flush and
+        :data:`TAIL_S` for what stops after the worker are provided for. Tasks killed, queued
+        attempts dropped, events left unacknowledged and a node left in the registry are recorded
+        in ``shutdown`` as abandoned. Idempotent."""
         if self._stopping or self._serving is None:
             return
+        shutdown = shutdown or Shutdown()
         self._stopping = True
         if self.agent is not None:
-            await self.agent.stop()
-        await self.runner.stop(self.options.stop_grace if grace is None else grace)
-        await self.reporter.stop(self.options.flush_timeout)
-        await self._serving.stop(1.0)
+            await self.agent.stop(shutdown)
+        after_kill = DRAIN_TIMEOUT_S + _FLUSH_MIN_S + _SERVER_STOP_S + TAIL_S
+        wanted = self.options.stop_grace if grace is None else grace
+        tasks_grace = shutdown.budget(wanted, reserve=self.options.kill_grace + after_kill)
+        kill_grace = min(self.options.kill_grace, shutdown.budget(reserve=tasks_grace + after_kill))
+        ending = self.runner.stop(tasks_grace, kill_grace=kill_grace)
+        task = asyncio.ensure_future(ending)
+        if await shutdown.step("end the running tasks", task, reserve=after_kill - DRAIN_TIMEOUT_S):
+            for what in task.result():
+                shutdown.abandon(f"task attempt {what}: its master runs it again")
+        flush = self.reporter.stop(shutdown.budget(self.options.flush_timeout, reserve=TAIL_S + 1))
+        flushing = asyncio.ensure_future(flush)
+        if await shutdown.step("flush the task events", flushing, reserve=TAIL_S) and (
+            left := flushing.result()
+        ):
+            shutdown.abandon(f"{left} task events not acknowledged: the outbox keeps them")
+        serving = self._serving.stop(shutdown.budget(_SERVER_STOP_S, reserve=TAIL_S))
+        await shutdown.step("stop the worker's server", serving, reserve=TAIL_S)
+
+    def abandon(self) -> int:
+        """SIGKILLs every task process group at once (the process is about to exit without a
+        stop: tasks must not run on unsupervised). Synchronous, callable from any thread; returns
+        how many groups it killed."""
+        killed = self.records.kill_recorded()
+        if killed:
+            log.warning("killed %d running task process groups: %s", len(killed), killed)
+        return len(killed)
 
     async def __aenter__(self) -> Worker:
         await self.start()

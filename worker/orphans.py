@@ -48,8 +48,16 @@ class ProcessRecords:
             (self._dir / str(pgid)).unlink()
 
     def kill_leftovers(self) -> list[int]:
-        """SIGKILLs every recorded group whose leader still is the process recorded; forgets all
-        records. Returns the pgids killed."""
+        """At start: SIGKILLs every group an earlier incarnation recorded (see
+        :meth:`kill_recorded`) and logs them. Returns the pgids killed."""
+        killed = self.kill_recorded()
+        if killed:
+            log.warning("killed task process groups left by an earlier run: %s", killed)
+        return killed
+
+    def kill_recorded(self) -> list[int]:
+        """SIGKILLs every recorded group whose leader still is the process recorded (or whose
+        leader is gone while members live on); forgets all records. Returns the pgids killed."""
         killed: list[int] = []
         if not self._dir.is_dir():
             return killed
@@ -66,8 +74,6 @@ class ProcessRecords:
                     killed.append(pgid)
             with contextlib.suppress(OSError):
                 entry.unlink()
-        if killed:
-            log.warning("killed task process groups left by an earlier run: %s", killed)
         return killed
 
 

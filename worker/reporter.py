@@ -16,6 +16,7 @@ address is treated like RETRY_LATER. Sending, ordering and reconnecting per mast
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 from collections.abc import Mapping
@@ -82,18 +83,18 @@ class Reporter:
         if loaded:
             log.info("resending %d events from the outbox", len(loaded))
 
-    async def stop(self, flush_timeout: float) -> None:
+    async def stop(self, flush_timeout: float) -> int:
         """Waits up to ``flush_timeout`` seconds for unsettled events, then closes every stream.
-        Events still unsettled stay in the outbox for the next incarnation."""
+        Events still unsettled stay in the outbox for the next incarnation; returns how many."""
         if self._pending and flush_timeout > 0:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._drained.wait(), flush_timeout)
-            except TimeoutError:
-                log.info("stopping with %d unacknowledged events in the outbox", len(self._pending))
+        left = len(self._pending)
         self._running = False
         streams, self._streams = list(self._streams.values()), {}
         for stream in streams:
             await stream.stop()
+        return left
 
     async def wait_drained(self, timeout: float) -> bool:
         """Waits until no event is unsettled; False if ``timeout`` passed first."""

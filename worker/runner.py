@@ -211,17 +211,29 @@ class Runner:
         nothing for either. They are forgotten, so a new dispatch of the same attempt runs again."""
         self._silence_all(grace=0.0, reason="fenced: registry session lost")
 
-    async def stop(self, grace: float) -> None:
+    async def stop(self, grace: float, *, kill_grace: float | None = None) -> list[str]:
         """Refuses new attempts, drops queued ones, lets running ones finish for up to ``grace``
-        seconds, then kills the rest (reporting nothing for them). Returns when all have ended."""
+        seconds, then kills the rest (SIGTERM, SIGKILL after ``kill_grace``, default the
+        runner's), reporting nothing for either. Returns when all have ended, with a description
+        of each attempt it dropped or killed (the work the stop abandoned)."""
         self._stopping = True
+        ended = [f"{a.execution.key} dropped before it started" for a in self._queue]
         for attempt in list(self._queue):
             self._drop_queued(attempt, "worker is stopping")
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=grace)
-        self._silence_all(grace=self._kill_grace, reason="worker stopped before the task finished")
+        ended += [
+            f"{a.execution.key} killed"
+            for a in self._attempts.values()
+            if a.phase is not Phase.ENDING
+        ]
+        self._silence_all(
+            grace=self._kill_grace if kill_grace is None else kill_grace,
+            reason="worker stopped before the task finished",
+        )
         while self._tasks:
             await asyncio.gather(*set(self._tasks), return_exceptions=True)
+        return ended
 
     def _silence_all(self, *, grace: float, reason: str) -> None:
         for attempt in list(self._attempts.values()):

@@ -3,14 +3,18 @@
 kazoo runs threads of its own: a connection thread (which calls state listeners) and callback
 threads (which complete async results and call watchers). None of our code runs on them. A kazoo
 callback only hops onto the event loop (``loop.call_soon_threadsafe``); a kazoo ``*_async`` result
-becomes an awaitable; the few blocking kazoo calls with no async variant (starting and stopping
-the client) run in ``asyncio.to_thread``.
+becomes an awaitable; the few blocking kazoo calls with no async variant run in another thread:
+starting the client in ``asyncio.to_thread``, stopping it in a daemon thread of its own that is
+abandoned if it does not return in time (kazoo's stop waits for its connection thread, which may be
+stuck in a connection attempt to a server that does not answer, and the interpreter's exit must not
+wait for it).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -50,3 +54,34 @@ class LoopBridge:
     async def blocking(function: Callable[..., _T], *args: object) -> _T:
         """Runs a blocking kazoo call that has no async variant in a worker thread."""
         return await asyncio.to_thread(function, *args)
+
+    @staticmethod
+    async def abandonable(function: Callable[[], object], *, timeout: float, name: str) -> bool:
+        """Runs a blocking ``function`` in a daemon thread of its own; True once it returned (its
+        exception is raised), False if it had not returned within ``timeout`` seconds. The
+        thread is then abandoned: being a daemon, it never holds up the process's exit."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+
+        def settle(exc: BaseException | None) -> None:  # on the loop
+            if not done.done():
+                if exc is None:
+                    done.set_result(None)
+                else:
+                    done.set_exception(exc)
+
+        def target() -> None:
+            error: BaseException | None = None
+            try:
+                function()
+            except BaseException as exc:  # handed to the loop, which raises it in the caller
+                error = exc
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                loop.call_soon_threadsafe(settle, error)
+
+        threading.Thread(target=target, name=name, daemon=True).start()
+        try:
+            await asyncio.wait_for(asyncio.shield(done), timeout)
+        except TimeoutError:
+            return False
+        return True

@@ -74,7 +74,9 @@ class Registry(Protocol):
         ...
 
     async def stop(self) -> None:
-        """Closes the session: this client's ephemeral nodes and locks are released at once."""
+        """Closes the session: this client's ephemeral nodes and locks are released at once.
+        Bounded: if the registry does not answer, the client is abandoned and Unavailable raised
+        (the session then ends when it times out)."""
         ...
 
     def add_state_listener(self, listener: StateListener) -> None:

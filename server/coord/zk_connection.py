@@ -18,6 +18,7 @@ session; callers that create ephemeral nodes check the owner of what they made.)
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ _KAZOO_STATES = {
 # Between reconnection attempts kazoo backs off exponentially, by default up to an hour; a client
 # must be back well within its session timeout after a ZooKeeper restart.
 _CONNECTION_RETRY = {"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
+CLOSE_TIMEOUT_S = 3.0  # how long ``stop`` waits for kazoo to close before abandoning the client
 
 
 @dataclass(eq=False)
@@ -117,9 +119,12 @@ class ZooKeeperConnection:
                 ) from None
             raise
 
-    async def stop(self) -> None:
+    async def stop(self) -> bool:
         """Closes the session (its ephemeral nodes and locks go at once) and joins kazoo's threads.
-        Background tasks are cancelled; waiting calls raise FailedPrecondition."""
+        Background tasks are cancelled; waiting calls raise FailedPrecondition. False if kazoo
+        did not close within :data:`CLOSE_TIMEOUT_S` (ZooKeeper does not answer): the client is
+        abandoned, its daemon threads die with the process and the server ends the session when
+        it times out."""
         self.running = False
         if self._session is not None:
             self._session.ended.set()
@@ -132,8 +137,15 @@ class ZooKeeperConnection:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         client, self._client = self._client, None
-        if client is not None:
-            await LoopBridge.blocking(_close_client, client)
+        if client is None:
+            return True
+        closing = functools.partial(_close_client, client)
+        closed = await LoopBridge.abandonable(closing, timeout=CLOSE_TIMEOUT_S, name="kazoo-close")
+        if not closed:
+            _log.warning(
+                "the ZooKeeper client did not close within %g s: abandoned", CLOSE_TIMEOUT_S
+            )
+        return closed
 
     # -- sessions --------------------------------------------------------------------------------
 

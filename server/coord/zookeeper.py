@@ -46,7 +46,11 @@ from dsched.server.coord.registry import (
     check_name,
     split_path,
 )
-from dsched.server.coord.zk_connection import ZooKeeperConnection, ZooKeeperSession
+from dsched.server.coord.zk_connection import (
+    CLOSE_TIMEOUT_S,
+    ZooKeeperConnection,
+    ZooKeeperSession,
+)
 from dsched.server.coord.zk_watch import ChildrenWatch
 
 __all__ = ["ZooKeeperRegistry"]
@@ -119,9 +123,14 @@ class ZooKeeperRegistry:
                 raise
 
     async def stop(self) -> None:
+        """Closes the session; Unavailable if kazoo did not close in time (the client is
+        abandoned, and the session ends when it times out on the server)."""
         # Watches stay registered (a restarted client re-reads them); their refreshes stop.
-        if self._conn.running:
-            await self._conn.stop()
+        if self._conn.running and not await self._conn.stop():
+            raise Unavailable(
+                f"the ZooKeeper client did not close within {CLOSE_TIMEOUT_S:g} s: the session "
+                "ends when it times out"
+            )
 
     def add_state_listener(self, listener: StateListener) -> None:
         self._conn.add_state_listener(listener)

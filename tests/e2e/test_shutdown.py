@@ -1,8 +1,9 @@
-"""SIGTERM while tasks run: the standalone shuts down gracefully and exits 0 in bounded time.
+"""SIGTERM while tasks run: the standalone shuts down gracefully within ``shutdown_timeout``.
 
-The worker gives running tasks a grace period (30 s) to finish, then kills their process groups;
-a task that ends within the grace period completes normally, one that does not is killed, and in
-both cases nothing is left running after the process exited.
+The worker gives running tasks what the shutdown timeout leaves (about 16 s of the default 30) to
+finish, then kills their process groups; a task that ends in time completes normally (exit 0), one
+that does not is killed and reported as abandoned (exit 3), and in both cases nothing is left
+running after the process exited. More in test_bounded_shutdown.py.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from tests.e2e.conftest import (
     wait_for_task,
 )
 
-STOP_GRACE_S = 30.0  # WorkerOptions.stop_grace
-BOUND_S = STOP_GRACE_S + 15  # grace + kill grace (5 s) + event flush (5 s) + slack
+SHUTDOWN_TIMEOUT_S = 30.0  # the default
+MARGIN_S = 3.0  # signal delivery, the exit itself, a loaded machine
 
 
 def test_sigterm_lets_a_short_task_finish(tmp_path: Path) -> None:
@@ -43,7 +44,7 @@ def test_sigterm_lets_a_short_task_finish(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(120)
-def test_sigterm_with_a_long_task_exits_within_the_grace_period(tmp_path: Path) -> None:
+def test_sigterm_with_a_long_task_exits_within_the_shutdown_timeout(tmp_path: Path) -> None:
     pid_file = tmp_path / "pids"
     server = start_standalone(tmp_path / "data")
     with Client.connect(server.address) as client:
@@ -52,9 +53,14 @@ def test_sigterm_with_a_long_task_exits_within_the_grace_period(tmp_path: Path) 
         run = wf.run(client=client, wait=False)
         wait_for_task(client, run.id, "long", TaskState.RUNNING)
         pids = read_pids(pid_file, count=4)
-    took = server.assert_clean_stop()
+    code, took = server.terminate()
     print(f"\nSIGTERM to exit with a 1000 s task running: {took:.1f}s")
-    assert took < BOUND_S
-    assert not server_errors(server.output()), server.output()[-4000:]
+    out = server.output()
+    assert took < SHUTDOWN_TIMEOUT_S + MARGIN_S, out[-4000:]
+    # The task did not fit in the budget: it was killed, which the stop reports as abandoned.
+    assert code == 3, out[-4000:]
+    assert "shutdown abandoned: task attempt " in out and " killed: its master runs it again" in out
+    assert "dsched standalone: stopped, abandoned: task attempt " in out
+    assert not server_errors(out), out[-4000:]
     # The task did not outlive its worker.
     assert_all_gone(pids, pgid=pids[-1], timeout=10)

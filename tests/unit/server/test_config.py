@@ -52,7 +52,7 @@ def test_standalone_defaults() -> None:
     assert (s.worker_group, s.heartbeat_interval, s.failover_delay) == ("default", 5.0, 10.0)
     assert (s.host_selector, s.warmup_seconds, s.outbox_fsync) == ("lower_weight", 600.0, False)
     assert s.worker_slots >= 4
-    assert s.log_level == "INFO"
+    assert (s.log_level, s.shutdown_timeout) == ("INFO", 30.0)
     assert s.thresholds == Thresholds(cpu=0.9, memory=0.9, disk=0.9)
     assert s.address == "127.0.0.1:5678"
 
@@ -157,6 +157,14 @@ def test_database_urls_are_normalised_to_async_drivers(given: str, normalised: s
     assert load(["--db", given]).db_url == normalised
 
 
+def test_shutdown_timeout_from_every_source(tmp_path: Path) -> None:
+    config = write(tmp_path / "w.toml", "shutdown_timeout = 12\n[master]\nshutdown_timeout = 8.5")
+    assert load(["--config", str(config)], role="worker").shutdown_timeout == 12.0
+    assert load(["--config", str(config)], role="master").shutdown_timeout == 8.5
+    assert load(role="master", DSCHED_SHUTDOWN_TIMEOUT="5").shutdown_timeout == 5.0
+    assert load(["--shutdown-timeout", "3"], DSCHED_SHUTDOWN_TIMEOUT="5").shutdown_timeout == 3.0
+
+
 def test_registry_session_and_credentials(tmp_path: Path) -> None:
     s = load(role="master", DSCHED_REGISTRY_SESSION_TIMEOUT="30", DSCHED_REGISTRY_AUTH="ds:p:w")
     assert s.registry_session_timeout == 30.0
@@ -190,6 +198,8 @@ BAD_FLAGS: list[tuple[Role, list[str], str, str]] = [
     ("standalone", ["--worker-port", "65536"], "--worker-port", "at most 65535"),
     ("standalone", ["--port", "7000", "--worker-port", "7000"], "--worker-port", "differ"),
     ("worker", ["--slots", "0"], "--slots", "at least 1"),
+    ("master", ["--shutdown-timeout", "0.5"], "--shutdown-timeout", "at least 1"),
+    ("worker", ["--shutdown-timeout", "soon"], "--shutdown-timeout", "a number"),
     ("worker", ["--slots", "1.5"], "--slots", "integer"),
     ("standalone", ["--db", "oracle://db/x"], "--db", "unsupported"),
     ("standalone", ["--db", "just-a-path.db"], "--db", "unsupported"),
