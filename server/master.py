@@ -224,12 +224,13 @@ class Master:
                 "stop background work", self.services.cancel_background(), reserve=_TAIL_S
             )
         await shutdown.step("stop dispatching", self.dispatcher.stop(), reserve=_TAIL_S)
+        database_answers = True
         if self.services is not None and self._registered:
             # Not done: the failover check of any master recovers them after the failover delay.
             handing_over = fail_over_epoch(self.services, self.epoch, "was stopped")
             what = f"hand over the instances of epoch {self.epoch}"
             limit = shutdown.share(_HAND_OVER_S, 0.4)
-            await shutdown.step(what, handing_over, limit=limit, reserve=_TAIL_S)
+            database_answers = await shutdown.step(what, handing_over, limit=limit, reserve=_TAIL_S)
         if self._heartbeat_task is not None:
             await shutdown.cancel("stop the heartbeat", self._heartbeat_task, reserve=_TAIL_S)
         if callable(self._cancel_watch):
@@ -247,7 +248,8 @@ class Master:
             calls_grace = shutdown.budget(grace, reserve=_TAIL_S + closing_db + _UNWIND_S)
             calls = self._serving.stop(calls_grace)
             await shutdown.step("end the calls in progress", calls, reserve=_TAIL_S + closing_db)
-        await shutdown.step("close the database", self.db.stop(), limit=closing_db, reserve=_TAIL_S)
+        closing = self.db.stop(close=database_answers)
+        await shutdown.step("close the database", closing, limit=closing_db, reserve=_TAIL_S)
         log.info("master %s stopped", self.address)
 
     async def _stop_claiming(self) -> None:

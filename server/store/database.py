@@ -125,9 +125,12 @@ class Database:
         if migrate:
             await self.migrate()
 
-    async def stop(self) -> None:
+    async def stop(self, *, close: bool = True) -> None:
+        """Disposes of the engine. ``close=False`` drops the pooled connections without a word to
+        the server (a server that does not answer would keep a close waiting): they end with the
+        process."""
         if self._async is not None:
-            await self._async.dispose()
+            await self._async.dispose(close=close)
             self._async = None
         if self._sync is not None:
             self._sync.dispose()

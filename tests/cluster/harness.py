@@ -142,6 +142,8 @@ class Cluster:
         self.run_dir = run_dir
         run_dir.mkdir(parents=True, exist_ok=True)
         self.timeouts = timeouts or Timeouts()
+        # More DSCHED_* settings for the members started from now on (e.g. a shutdown timeout).
+        self.settings: dict[str, str] = {}
         self.db_url = db_url  # SQLAlchemy form, for the masters
         self.zk = ZooKeeperServer(run_dir / "zookeeper", tick_ms=1000)
         self.chroot = f"/dsched-{secrets.token_hex(4)}"
@@ -224,6 +226,7 @@ class Cluster:
             # DSCHED_ name: workers keep their own DSCHED_* settings from their tasks.
             CHAOS_RUN_DIR=str(self.run_dir),
         )
+        env.update(self.settings)
         return env
 
     def _spawn(
