@@ -42,7 +42,8 @@ ZOOKEEPER_JARS = ("/usr/share/java/zookeeper.jar", "/usr/share/java/slf4j-simple
 ZOOKEEPER_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 CHROOT = "/dsched"
 READY_TIMEOUT_S = 60.0
-STOP_TIMEOUT_S = 90.0  # a worker gives running tasks 30 s, then kills them and flushes events
+# Servers stop within their shutdown_timeout (30 s by default) whatever does not answer.
+STOP_TIMEOUT_S = 45.0
 POLL_S = 0.1
 
 
@@ -69,7 +70,15 @@ def dsched_bin() -> str:
 
 
 def port_free(port: int) -> bool:
+    """True if a server could listen on ``port`` now.
+
+    Binds the way the servers do (ZooKeeper and gRPC set SO_REUSEADDR): a port whose last
+    connections linger in TIME_WAIT, as the server's side of every connection it closed does for a
+    minute after ``down``, is free for them; only a listener makes it taken. A bind without
+    SO_REUSEADDR would call it taken, and ``up`` right after ``down`` would fail.
+    """
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
@@ -263,21 +272,25 @@ def ports(name: str, default: str) -> list[int]:
 
 def start_servers(role: str, args_of: dict[int, list[str]]) -> list[str]:
     """Starts one ``dsched ROLE`` per port, then waits for each ready line; returns them."""
-    logs = {}
+    logs: dict[int, tuple[Path, int]] = {}
     for port, args in args_of.items():
         if not port_free(port):
             variable = f"DSCHED_CLUSTER_{role.upper()}_PORTS"
             raise Failure(f"port {port} for a {role} is taken: set {variable}")
         data = run_dir() / f"{role}-{port}"
         argv = [dsched_bin(), role, "--host", "127.0.0.1", "--port", str(port), "--data-dir"]
-        logs[port] = data / "dsched.log"
-        spawn(f"{role}-{port}", [*argv, str(data), *args], logs[port])
+        log = data / "dsched.log"
+        # The log is appended to: only what this run writes counts (not an earlier ready line).
+        logs[port] = log, log.stat().st_size if log.exists() else 0
+        spawn(f"{role}-{port}", [*argv, str(data), *args], log)
     lines = []
-    for port, log in logs.items():
+    for port, (log, start) in logs.items():
         pid = recorded()[f"{role}-{port}"]
 
-        def ready(log: Path = log, pid: int = pid, port: int = port) -> str:
-            text = log.read_text(errors="replace") if log.exists() else ""
+        def ready(log: Path = log, start: int = start, pid: int = pid, port: int = port) -> str:
+            with log.open("rb") as f:
+                f.seek(start)
+                text = f.read().decode(errors="replace")
             line = next(
                 (ln for ln in text.splitlines() if ln.startswith(f"dsched {role} is up")), ""
             )
