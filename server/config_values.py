@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Literal, get_args
 from urllib.parse import urlsplit
 
-from dsched.spec import MAX_WORKER_GROUP_LENGTH, NAME_RE
+from dsched.names import MAX_WORKER_GROUP_LENGTH, PARAM_NAME_RE, WORKER_GROUP_RE
 
 HostSelector = Literal["lower_weight", "round_robin", "random"]
 HOST_SELECTORS: tuple[HostSelector, ...] = get_args(HostSelector)
@@ -163,12 +163,25 @@ def _check_host(value: object) -> object:
 
 def _check_group(value: object) -> object:
     text = str(value)
-    if len(text) > MAX_WORKER_GROUP_LENGTH or not NAME_RE.match(text):
+    if len(text) > MAX_WORKER_GROUP_LENGTH or not WORKER_GROUP_RE.match(text):
         raise ValueError(
             f"worker group {text!r} must be 1-{MAX_WORKER_GROUP_LENGTH} letters, digits, '.', '_' "
             "or '-', starting with a letter or digit"
         )
     return text
+
+
+def _check_env_allow(value: object) -> object:
+    # Names a worker's tasks inherit from its environment besides the defaults: "SPARK_HOME,
+    # HADOOP_CONF_DIR, KRB5*". The operator's choice, so reserved names are fine; DSCHED_* names
+    # are not (the worker's own settings, which may hold secrets).
+    entries = [e.strip() for e in str(value).replace(",", " ").split()]
+    for entry in entries:
+        if not PARAM_NAME_RE.match(entry.removesuffix("*")) or entry.upper().startswith("DSCHED_"):
+            raise ValueError(
+                f"{entry!r} is not an environment variable name or a PREFIX*, outside DSCHED_*"
+            )
+    return ",".join(entries)
 
 
 def _check_db_url(value: object) -> object:
@@ -218,4 +231,5 @@ _CHECKS: dict[str, Callable[[object], object]] = {
     "cpu_threshold": _in_range(0, 1, open_low=True),
     "memory_threshold": _in_range(0, 1, open_low=True),
     "disk_threshold": _in_range(0, 1, open_low=True),
+    "task_env_allow": _check_env_allow,
 }

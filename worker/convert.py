@@ -16,16 +16,19 @@ from google.protobuf import duration_pb2, timestamp_pb2
 from google.protobuf.message import DecodeError
 
 from dsched.errors import FieldViolation, InvalidArgument
+from dsched.names import (
+    INVALID_PARAMETER_NAME,
+    name_violation,
+    param_name_problem,
+    param_path,
+)
 from dsched.options import TimeoutStrategy
 from dsched.spec import (
     MAX_DESCRIPTION_LENGTH,
-    MAX_PARAM_NAME_LENGTH,
     MAX_PARAM_VALUE_BYTES,
     MAX_SCRIPT_BYTES,
     MAX_TIMEOUT,
-    PARAM_NAME_RE,
     ShellSpec,
-    name_violation,
     text_violation,
 )
 from dsched.v1 import (
@@ -76,15 +79,17 @@ def address_violation(path: str, value: str) -> FieldViolation | None:
 
 
 def _params(path: str, params: Mapping[str, str], out: list[FieldViolation]) -> None:
+    """Names outside the grammar are refused; reserved names are accepted here and left out of
+    the task's environment with a note in its log (:mod:`dsched.worker.tasks.environment`), so
+    that a definition stored before a name became reserved still runs."""
     if len(params) > MAX_RESOLVED_PARAMS:
         out.append(FieldViolation(path, f"more than {MAX_RESOLVED_PARAMS} parameters"))
         return
     for key, value in params.items():
-        where = f"{path}[{key[:MAX_PARAM_NAME_LENGTH]!r}]"
-        if len(key) > MAX_PARAM_NAME_LENGTH or not PARAM_NAME_RE.match(key):
-            out.append(FieldViolation(where, "parameter names must be shell identifiers"))
-        elif key.upper().startswith("DSCHED_"):
-            out.append(FieldViolation(where, "the DSCHED_ prefix is reserved"))
+        where = param_path(path, key)
+        problem = param_name_problem(key)
+        if problem is not None and problem[0] == INVALID_PARAMETER_NAME:
+            out.append(FieldViolation(where, problem[1], problem[0]))
         if len(value.encode()) > MAX_PARAM_VALUE_BYTES:
             out.append(FieldViolation(where, "value is larger than 64 KiB"))
         elif "\x00" in value:

@@ -8,6 +8,7 @@ from grpc import aio
 
 from dsched.convert import RELEASE_STATE, workflow_spec_from_proto
 from dsched.errors import InvalidWorkflow
+from dsched.names import reason_for
 from dsched.options import ReleaseState
 from dsched.server.api import convert
 from dsched.server.api.context import MasterContext
@@ -33,7 +34,7 @@ def _workflow_spec(msg: resources_pb2.Workflow, request_id: str) -> WorkflowSpec
     if violations:
         raise InvalidWorkflow(
             f"workflow {msg.name!r} is invalid",
-            reason="CYCLE_DETECTED" if cyclic else "INVALID_WORKFLOW",
+            reason=reason_for(violations, "CYCLE_DETECTED" if cyclic else "INVALID_WORKFLOW"),
             metadata={"project": msg.project, "workflow": msg.name},
             violations=violations,
         )

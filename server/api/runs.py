@@ -69,7 +69,7 @@ class RunsApi:
         checks.name("workflow", request.workflow, "workflow name")
         checks.params("params", request.params)
         checks.task_names("start_tasks", request.start_tasks)
-        checks.optional_name("worker_group", request.worker_group, "worker group")
+        checks.optional_worker_group("worker_group", request.worker_group)
         checks.request_id(request.request_id)
         options = RunOptions(
             params=dict(request.params),

@@ -9,7 +9,8 @@ from typing import TypeVar
 
 from dsched.convert import EnumMap
 from dsched.errors import FieldViolation, InvalidArgument
-from dsched.spec import _CONTROL_RE, MAX_TASKS, name_violation, params_violations
+from dsched.names import name_violation, reason_for, worker_group_violation
+from dsched.spec import _CONTROL_RE, MAX_TASKS, params_violations
 
 E = TypeVar("E", bound=StrEnum)
 MAX_REQUEST_ID = 128
@@ -36,6 +37,11 @@ class Checks:
     def optional_name(self, field: str, value: str, what: str = "name") -> None:
         if value:
             self.name(field, value, what)
+
+    def optional_worker_group(self, field: str, value: str) -> None:
+        violation = worker_group_violation(field, value) if value else None
+        if violation is not None:
+            self.violations.append(violation)
 
     def positive_id(self, field: str, value: int) -> None:
         if value <= 0:
@@ -73,4 +79,5 @@ class Checks:
 
     def raise_if_any(self, message: str = "invalid request") -> None:
         if self.violations:
-            raise InvalidArgument(message, violations=self.violations)
+            reason = reason_for(self.violations, InvalidArgument.default_reason)
+            raise InvalidArgument(message, reason=reason, violations=self.violations)

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
 from datetime import UTC
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
+from dsched.names import param_name_problem
 from dsched.options import TimeoutStrategy
 from dsched.server.engine.jobs import DispatchSpec
 from dsched.server.engine.messages import Ack, Decision, EventType, TaskEventData
-from dsched.spec import ShellSpec
+from dsched.spec import MAX_PARAM_VALUE_BYTES, ShellSpec
 from dsched.v1 import enums_pb2, resources_pb2, task_event_service_pb2, worker_service_pb2
+
+log = logging.getLogger(__name__)
 
 _STRATEGY = {
     TimeoutStrategy.WARN: enums_pb2.TIMEOUT_STRATEGY_WARN,
@@ -71,11 +76,32 @@ def event_from_proto(msg: task_event_service_pb2.TaskEvent) -> TaskEventData | N
         type=kind,
         event_time=msg.event_time.ToDatetime(tzinfo=UTC),
         exit_code=msg.exit_code,
-        out_params=dict(msg.out_params),
+        out_params=_out_params(msg.task_instance_id, msg.out_params),
         pid=msg.pid,
         log_path=msg.log_path,
         message=msg.message,
     )
+
+
+def _out_params(task_instance_id: int, params: Mapping[str, str]) -> dict[str, str]:
+    """A task's OUT parameters without those no task may receive: a name :mod:`dsched.names`
+    refuses, a NUL or an over-long value. A worker drops them before it reports; an older or a
+    forged one might not, and they would reach the next task's environment and the var pool."""
+    kept: dict[str, str] = {}
+    for name, value in params.items():
+        if (
+            param_name_problem(name) is None
+            and "\x00" not in value
+            and len(value.encode()) <= MAX_PARAM_VALUE_BYTES
+        ):
+            kept[name] = value
+        else:
+            log.warning(
+                "task instance %d reported an OUT parameter no task may receive; dropped: %r",
+                task_instance_id,
+                name[:128],
+            )
+    return kept
 
 
 def ack_to_proto(event_id: str, ack: Ack) -> task_event_service_pb2.TaskEventAck:

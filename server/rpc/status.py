@@ -21,7 +21,7 @@ def to_grpc_status(err: DschedError) -> grpc.Status:
         bad = error_details_pb2.BadRequest(
             field_violations=[
                 error_details_pb2.BadRequest.FieldViolation(
-                    field=v.field, description=v.description
+                    field=v.field, description=v.description, reason=v.reason
                 )
                 for v in err.violations
             ]

@@ -34,10 +34,15 @@ DOMAIN = "dsched"
 
 @dataclass(frozen=True, slots=True)
 class FieldViolation:
-    """One bad field of a request: ``field`` is a dotted path such as ``workflow.tasks[2].name``."""
+    """One bad field of a request: ``field`` is a dotted path such as ``workflow.tasks[2].name``.
+
+    ``reason`` (optional, UPPER_SNAKE_CASE) classifies the violation; it travels as
+    ``BadRequest.FieldViolation.reason``.
+    """
 
     field: str
     description: str
+    reason: str = ""
 
 
 class DschedError(Exception):

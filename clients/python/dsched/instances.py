@@ -9,11 +9,13 @@ from datetime import datetime
 from typing import Any
 
 from dsched import coerce, convert
-from dsched.errors import Unavailable
+from dsched.errors import InvalidArgument, Unavailable
+from dsched.names import reason_for
 from dsched.options import FailureStrategy, Priority, TaskDependType
 from dsched.results import InstanceEvent, LogChunk, Page, TaskInstance, WatchFrame, WorkflowInstance
 from dsched.rpc import RpcBase, iter_pages
 from dsched.rpc import request_id as _rid
+from dsched.spec import params_violations
 from dsched.states import WorkflowState
 from dsched.streams import resume
 from dsched.v1 import log_service_pb2, master_service_pb2
@@ -57,15 +59,24 @@ class InstanceCalls(RpcBase):
         Raises:
             FailedPrecondition: the workflow is OFFLINE.
             NotFound: the project or the workflow does not exist.
-            InvalidArgument: an option or parameter is invalid (checked here for enum names).
+            InvalidArgument: an option or parameter is invalid (enum names and parameters are
+                checked here before any call, parameters by the same rules as the server's).
         """
+        start_params = coerce.params(params)
+        violations = params_violations("params", start_params)
+        if violations:
+            raise InvalidArgument(
+                "invalid start parameters",
+                reason=reason_for(violations, InvalidArgument.default_reason),
+                violations=violations,
+            )
         depend = coerce.optional_enum(TaskDependType, task_depend_type, "task_depend_type")
         failure = coerce.optional_enum(FailureStrategy, failure_strategy, "failure_strategy")
         prio = coerce.optional_enum(Priority, priority, "priority")
         req = master_service_pb2.StartWorkflowRequest(
             project=project,
             workflow=workflow,
-            params=coerce.params(params),
+            params=start_params,
             start_tasks=list(start_tasks),
             worker_group=worker_group,
             dry_run=dry_run,

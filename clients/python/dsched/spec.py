@@ -13,28 +13,30 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from dsched.errors import FieldViolation, InvalidWorkflow
+from dsched.errors import FieldViolation, InvalidWorkflow, error_class
+from dsched.names import (
+    name_violation,
+    param_name_violation,
+    param_path,
+    reason_for,
+    worker_group_violation,
+)
 from dsched.options import Priority, TimeoutStrategy
 
 # Limits. They bound memory and work per request (a hostile client cannot make the master build a
 # million-node graph) and stay far above what a hand-written pipeline needs.
-MAX_NAME_LENGTH = 64
 MAX_DESCRIPTION_LENGTH = 1024
 MAX_TASKS = 2000
 MAX_EDGES = 20000
 MAX_UPSTREAMS_PER_TASK = 1000
 MAX_SCRIPT_BYTES = 256 * 1024
 MAX_PARAMS = 256
-MAX_PARAM_NAME_LENGTH = 128
 MAX_PARAM_VALUE_BYTES = 64 * 1024
 MAX_RETRIES = 100
 MAX_RETRY_INTERVAL = timedelta(hours=24)
 MAX_DELAY = timedelta(hours=24)
 MAX_TIMEOUT = timedelta(days=7)
-MAX_WORKER_GROUP_LENGTH = 64
 
-NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
-PARAM_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # C0 controls except tab, newline and carriage return, DEL, and the C1 controls (U+009B is CSI, a
 # terminal escape on its own).
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -84,21 +86,6 @@ class WorkflowSpec:
     params: Mapping[str, str] = field(default_factory=dict)
 
 
-def name_violation(path: str, value: str, what: str = "name") -> FieldViolation | None:
-    """Checks a project, workflow or task name; returns a violation or None."""
-    if not value:
-        return FieldViolation(path, f"{what} must not be empty")
-    if len(value) > MAX_NAME_LENGTH:
-        return FieldViolation(path, f"{what} is longer than {MAX_NAME_LENGTH} characters")
-    if not NAME_RE.match(value):
-        return FieldViolation(
-            path,
-            f"{what} {value!r} must start with a letter or digit and contain only letters, "
-            "digits, '.', '_' and '-'",
-        )
-    return None
-
-
 def text_violation(path: str, value: str, limit: int) -> FieldViolation | None:
     """Checks free text: a length limit and no control characters other than tab and newlines."""
     if len(value) > limit:
@@ -111,24 +98,23 @@ def text_violation(path: str, value: str, limit: int) -> FieldViolation | None:
 
 
 def params_violations(path: str, params: Mapping[str, str]) -> list[FieldViolation]:
-    """Checks a parameter map: names are shell identifiers, values bounded and free of controls."""
+    """Checks a parameter map: names follow :mod:`dsched.names`, values are bounded text without
+    NUL."""
     out: list[FieldViolation] = []
     if len(params) > MAX_PARAMS:
         out.append(FieldViolation(path, f"more than {MAX_PARAMS} parameters"))
         return out
     for key, value in params.items():
-        if len(key) > MAX_PARAM_NAME_LENGTH or not PARAM_NAME_RE.match(key):
-            out.append(
-                FieldViolation(f"{path}[{key!r}]", "parameter names must be shell identifiers")
-            )
-        elif key.upper().startswith("DSCHED_"):
-            out.append(FieldViolation(f"{path}[{key!r}]", "the DSCHED_ prefix is reserved"))
+        where = param_path(path, key)
+        bad_name = param_name_violation(path, key)
+        if bad_name is not None:
+            out.append(bad_name)
         if _SURROGATE_RE.search(value):
-            out.append(FieldViolation(f"{path}[{key!r}]", f"value {_NOT_TEXT}"))
+            out.append(FieldViolation(where, f"value {_NOT_TEXT}"))
         elif len(value.encode()) > MAX_PARAM_VALUE_BYTES:
-            out.append(FieldViolation(f"{path}[{key!r}]", "value is larger than 64 KiB"))
+            out.append(FieldViolation(where, "value is larger than 64 KiB"))
         elif "\x00" in value:
-            out.append(FieldViolation(f"{path}[{key!r}]", "value contains a NUL character"))
+            out.append(FieldViolation(where, "value contains a NUL character"))
     return out
 
 
@@ -151,7 +137,7 @@ def _task_violations(path: str, task: TaskSpec) -> list[FieldViolation]:
     if not 0 <= task.retries <= MAX_RETRIES:
         found.append(FieldViolation(f"{path}.retries", f"must be between 0 and {MAX_RETRIES}"))
     if task.worker_group:
-        found.append(name_violation(f"{path}.worker_group", task.worker_group, "worker group"))
+        found.append(worker_group_violation(f"{path}.worker_group", task.worker_group))
     if task.kind is None:
         found.append(FieldViolation(f"{path}.kind", "a task type (e.g. shell) is required"))
     elif isinstance(task.kind, ShellSpec):
@@ -263,13 +249,16 @@ def validate_workflow(spec: WorkflowSpec) -> tuple[list[FieldViolation], bool]:
 
 
 def check_workflow(spec: WorkflowSpec) -> None:
-    """Raises :class:`InvalidWorkflow` (reason CYCLE_DETECTED for a cycle) if ``spec`` is
-    invalid."""
+    """Raises :class:`InvalidWorkflow` (reason CYCLE_DETECTED for a cycle, else INVALID_WORKFLOW)
+    if ``spec`` is invalid, or :class:`InvalidArgument` when a parameter name is refused (reason
+    RESERVED_PARAMETER_NAME or INVALID_PARAMETER_NAME: :func:`dsched.names.reason_for`)."""
     violations, cyclic = validate_workflow(spec)
     if violations:
-        raise InvalidWorkflow(
+        reason = reason_for(violations, "CYCLE_DETECTED" if cyclic else "INVALID_WORKFLOW")
+        # The class the server's answer would decode to, so local and remote checks raise alike.
+        raise error_class(InvalidWorkflow.code, reason)(
             f"workflow {spec.name!r} is invalid",
-            reason="CYCLE_DETECTED" if cyclic else "INVALID_WORKFLOW",
+            reason=reason,
             metadata={"project": spec.project, "workflow": spec.name},
             violations=violations,
         )

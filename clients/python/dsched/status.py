@@ -76,7 +76,7 @@ def error_from_rpc(err: grpc.RpcError, target: str = "") -> DschedError:
                 bad = error_details_pb2.BadRequest()
                 detail.Unpack(bad)
                 violations.extend(
-                    FieldViolation(v.field, v.description) for v in bad.field_violations
+                    FieldViolation(v.field, v.description, v.reason) for v in bad.field_violations
                 )
     code_name: str = code.name
     cls = error_class(code_name, reason)

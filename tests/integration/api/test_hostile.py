@@ -188,8 +188,8 @@ INVALID: list[tuple[str, Call, str, str, str]] = [
         "64",
     ),
     (
-        "space in workflow name",
-        create_wf(t("a"), name="my flow"),
+        "trailing space in workflow name",
+        create_wf(t("a"), name="my flow "),
         "workflow.name",
         "INVALID_WORKFLOW",
         "",
@@ -232,9 +232,9 @@ INVALID: list[tuple[str, Call, str, str, str]] = [
         "64",
     ),
     (
-        "space in project name",
+        "slash in project name",
         lambda c, s: failure(
-            c.stub.CreateProject(pb.CreateProjectRequest(project=res.Project(name="my project")))
+            c.stub.CreateProject(pb.CreateProjectRequest(project=res.Project(name="my/project")))
         ),
         "project.name",
         "INVALID_ARGUMENT",
@@ -747,21 +747,21 @@ INVALID: list[tuple[str, Call, str, str, str]] = [
         "param name with dash",
         start_wf(params={"bad-name": "x"}),
         "params['bad-name']",
-        "INVALID_ARGUMENT",
+        "INVALID_PARAMETER_NAME",
         "identifier",
     ),
     (
         "param name with digit first",
         start_wf(params={"1x": "x"}),
         "params['1x']",
-        "INVALID_ARGUMENT",
+        "INVALID_PARAMETER_NAME",
         "identifier",
     ),
     (
         "param name reserved",
         start_wf(params={"DSCHED_X": "x"}),
         "params['DSCHED_X']",
-        "INVALID_ARGUMENT",
+        "RESERVED_PARAMETER_NAME",
         "reserved",
     ),
     (
@@ -775,14 +775,14 @@ INVALID: list[tuple[str, Call, str, str, str]] = [
         "workflow param name with space",
         create_wf(t("a"), params={"has space": "x"}),
         "workflow.params['has space']",
-        "INVALID_WORKFLOW",
+        "INVALID_PARAMETER_NAME",
         "identifier",
     ),
     (
         "task param name with $",
         create_wf(t("a", params={"$x": "1"})),
         "workflow.tasks[0].params['$x']",
-        "INVALID_WORKFLOW",
+        "INVALID_PARAMETER_NAME",
         "identifier",
     ),
     (
@@ -835,7 +835,7 @@ async def test_invalid_input_is_rejected_and_changes_nothing(
 async def test_all_violations_of_one_request_arrive_together(cluster: Cluster, seed: Seed) -> None:
     wf = workflow(
         "p",
-        "many bad",
+        "many/bad",
         [t("a", retries=-1, priority=99), t("a"), t("c", "ghost")],
         description="\x07",
     )
@@ -850,7 +850,7 @@ async def test_all_violations_of_one_request_arrive_together(cluster: Cluster, s
         "workflow.tasks[1].name",
         "workflow.tasks[2].upstream_tasks",
     }
-    assert got.metadata == {"project": "p", "workflow": "many bad"}
+    assert got.metadata == {"project": "p", "workflow": "many/bad"}
     assert await snapshot(cluster) == before
 
 
