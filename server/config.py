@@ -112,6 +112,7 @@ class Settings:
     cpu_threshold: float = 0.9
     memory_threshold: float = 0.9
     disk_threshold: float = 0.9
+    task_env_allow: str = ""
 
     def __post_init__(self) -> None:
         if not self.db_url:
@@ -124,6 +125,12 @@ class Settings:
         return Thresholds(
             cpu=self.cpu_threshold, memory=self.memory_threshold, disk=self.disk_threshold
         )
+
+    @property
+    def task_env_allow_list(self) -> tuple[str, ...]:
+        """``task_env_allow`` as entries: the worker's variables tasks inherit besides the
+        defaults (a trailing ``*`` makes an entry a prefix)."""
+        return tuple(self.task_env_allow.split(",")) if self.task_env_allow else ()
 
     @property
     def address(self) -> str:
@@ -194,6 +201,7 @@ _OPTIONS = (
     _Option("cpu_threshold", float),
     _Option("memory_threshold", float),
     _Option("disk_threshold", float),
+    _Option("task_env_allow", str),
 )
 _BY_NAME = {o.name: o for o in _OPTIONS}
 

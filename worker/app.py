@@ -56,6 +56,7 @@ from dsched.worker.reporter import Reporter
 from dsched.worker.runner import Runner
 from dsched.worker.servicer import WorkerServicer
 from dsched.worker.tasks import default_task_types
+from dsched.worker.tasks.environment import DEFAULT_ALLOW
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,8 @@ class WorkerOptions:
     ``max_queued`` bounds attempts waiting for a slot. ``outbox_fsync`` flushes every event to disk.
     ``fence_after``: seconds of registry disconnection after which the worker kills its tasks and
     takes a new epoch (:func:`fence_deadline`; None: only when the session is known lost).
+    ``task_env_allow``: variables of the worker's environment tasks inherit besides
+    :data:`~dsched.worker.tasks.environment.DEFAULT_ALLOW` (``PREFIX*`` entries match prefixes).
     """
 
     data_dir: Path
@@ -102,6 +105,7 @@ class WorkerOptions:
     report_backoff: Backoff = field(default_factory=lambda: Backoff(initial=0.05, maximum=5.0))
     remember_finished: int = 100_000
     thresholds: Thresholds = field(default_factory=Thresholds)
+    task_env_allow: tuple[str, ...] = ()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WorkerOptions:
@@ -119,6 +123,7 @@ class WorkerOptions:
             outbox_fsync=settings.outbox_fsync,
             thresholds=settings.thresholds,
             fence_after=None if settings.embedded_registry else fence_deadline(settings),
+            task_env_allow=settings.task_env_allow_list,
         )
 
 
@@ -138,9 +143,10 @@ def fence_deadline(settings: Settings) -> float:
 
 
 class Worker:
-    """One worker incarnation; see the module docstring. ``environ`` is the environment tasks
-    inherit (default: this process's). ``sampler`` reads the host's load for the heartbeat
-    (default: :func:`~dsched.server.heartbeat.sample_host` on the data directory)."""
+    """One worker incarnation; see the module docstring. ``environ`` is the environment whose
+    allowed variables tasks inherit (default: this process's). ``sampler`` reads the host's load
+    for the heartbeat (default: :func:`~dsched.server.heartbeat.sample_host` on the data
+    directory)."""
 
     def __init__(
         self,
@@ -169,7 +175,10 @@ class Worker:
             logs=self.logs,
             events=self.reporter,
             task_types=default_task_types(
-                exec_root=data_dir / "exec", base_env=self._environ, bash=bash
+                exec_root=data_dir / "exec",
+                base_env=self._environ,
+                bash=bash,
+                env_allow=DEFAULT_ALLOW + options.task_env_allow,
             ),
             clock=clock,
             slots=options.slots,

@@ -6,11 +6,12 @@ tests and future task types add entries by constructing :class:`TaskTypes` with 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from dsched.spec import ShellSpec, TaskKind
 from dsched.worker.tasks.base import OutputSink, RunningTask, SpawnError, TaskExit, TaskType
+from dsched.worker.tasks.environment import DEFAULT_ALLOW
 from dsched.worker.tasks.shell import ShellTaskType
 
 __all__ = [
@@ -40,6 +41,14 @@ class TaskTypes:
             ) from None
 
 
-def default_task_types(*, exec_root: Path, base_env: Mapping[str, str], bash: str) -> TaskTypes:
-    """Every task type this worker supports, working under ``exec_root``."""
-    return TaskTypes({ShellSpec: ShellTaskType(exec_root=exec_root, base_env=base_env, bash=bash)})
+def default_task_types(
+    *,
+    exec_root: Path,
+    base_env: Mapping[str, str],
+    bash: str,
+    env_allow: Iterable[str] = DEFAULT_ALLOW,
+) -> TaskTypes:
+    """Every task type this worker supports, working under ``exec_root``; tasks inherit the
+    variables of ``base_env`` that ``env_allow`` names."""
+    shell = ShellTaskType(exec_root=exec_root, base_env=base_env, bash=bash, env_allow=env_allow)
+    return TaskTypes({ShellSpec: shell})

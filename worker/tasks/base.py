@@ -22,6 +22,10 @@ class OutputSink(Protocol):
 
     def append(self, data: bytes) -> None: ...
 
+    def note(self, text: str) -> None:
+        """Adds a line from the worker itself (marked as such) to the log."""
+        ...
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskExit:

@@ -4,30 +4,45 @@
 Output arrives in arbitrary chunks, so a line may be split across several; the parser keeps the
 unfinished tail and parses each line once it is complete (the last unterminated line at
 :meth:`close`). The marker may appear anywhere in a line and several times per line; a later value
-for a key wins. Keys must be shell identifiers outside the reserved ``DSCHED_`` prefix; anything
-else is ignored, as are values over 64 KiB. Lines longer than :data:`MAX_LINE_BYTES` are skipped
-without being buffered whole, so a task printing one endless line cannot exhaust the worker's
-memory.
+for a key wins. A key must be a parameter name :mod:`dsched.names` accepts: a key outside the
+grammar or a reserved one (``${setValue(BASH_ENV=...)}``: a task's output must not take over the
+next task's interpreter) is dropped, as is a value over 64 KiB or with a NUL character, each with
+a note in the task's log. Lines longer than :data:`MAX_LINE_BYTES` are skipped without being
+buffered whole, so a task printing one endless line cannot exhaust the worker's memory.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 
+from dsched.names import MAX_PARAM_NAME_LENGTH, param_name_problem
 from dsched.spec import MAX_PARAM_VALUE_BYTES, MAX_PARAMS
 
 log = logging.getLogger(__name__)
 
 MAX_LINE_BYTES = 1024 * 1024
+MAX_NOTES = 100  # notes about dropped parameters per attempt; then one line says the rest are not
 _MARKER = b"setValue("
-_PATTERN = re.compile(r"[$#]\{setValue\(([A-Za-z_][A-Za-z0-9_]{0,127})=(.*?)\)\}")
+# The key is whatever precedes the first '=' and is judged by the parameter name rules, so that a
+# refused key is reported instead of passing unnoticed. Bounded: a longer key does not match.
+_KEY = f"[^=()]{{0,{MAX_PARAM_NAME_LENGTH + 1}}}"
+_PATTERN = re.compile(rf"[$#]\{{setValue\(({_KEY})=(.*?)\)\}}")
+Note = Callable[[str], None]
+
+
+def _ignore(text: str) -> None:
+    pass
 
 
 class OutParamParser:
-    """Feed it output chunks with :meth:`feed`; :meth:`close` returns the OUT parameters found."""
+    """Feed it output chunks with :meth:`feed`; :meth:`close` returns the OUT parameters found.
+    ``note`` receives a line for the task's log about each dropped parameter."""
 
-    def __init__(self) -> None:
+    def __init__(self, note: Note = _ignore) -> None:
+        self._note_to = note
+        self._notes = 0
         self._tail = bytearray()
         self._skipping = False  # inside an over-long line: drop bytes until its newline
         self._params: dict[str, str] = {}
@@ -56,6 +71,13 @@ class OutParamParser:
             self._tail.clear()
             self._skipping = True
 
+    def _note(self, text: str) -> None:
+        self._notes += 1
+        if self._notes <= MAX_NOTES:
+            self._note_to(text)
+        elif self._notes == MAX_NOTES + 1:
+            self._note_to("more OUT parameters dropped; not reported one by one")
+
     def close(self) -> dict[str, str]:
         """Parses the unterminated last line, if any, and returns every parameter found."""
         if self._tail and not self._skipping:
@@ -69,13 +91,22 @@ class OutParamParser:
         text = line.decode("utf-8", errors="replace").rstrip("\r")
         for match in _PATTERN.finditer(text):
             key, value = match.group(1), match.group(2)
-            if key.upper().startswith("DSCHED_") or len(value.encode()) > MAX_PARAM_VALUE_BYTES:
+            problem = param_name_problem(key)
+            if problem is not None:
+                self._note(f"OUT parameter dropped: {problem[1]}")
+                continue
+            if len(value.encode()) > MAX_PARAM_VALUE_BYTES:
+                self._note(f"OUT parameter {key!r} dropped: its value is larger than 64 KiB")
+                continue
+            if "\x00" in value:
+                self._note(f"OUT parameter {key!r} dropped: its value contains a NUL character")
                 continue
             if key not in self._params and len(self._params) >= MAX_PARAMS:
                 if not self._warned:
                     log.warning(
                         "task set more than %d OUT parameters; ignoring the rest", MAX_PARAMS
                     )
+                    self._note(f"more than {MAX_PARAMS} OUT parameters; the rest are dropped")
                     self._warned = True
                 continue
             self._params[key] = value

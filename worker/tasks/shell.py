@@ -1,11 +1,18 @@
-"""The shell task type: ``bash script.sh`` in a fresh working directory, in its own process group.
+"""The shell task type: ``bash --noprofile --norc script.sh`` in a fresh working directory, in its
+own process group.
 
 The script is written verbatim to
 ``<exec_root>/<workflow_instance_id>/<task_instance_id>/script.sh`` and run with that directory as
 its working directory. Parameters are never spliced into the script text: they reach it as
-environment variables (the worker's own environment without its ``DSCHED_*`` settings, then every
-resolved parameter as it is, then the task's ``DSCHED_*`` variables below, which therefore cannot
-be overridden), and ``${name}`` expands with bash's own quoting rules.
+environment variables (:mod:`dsched.worker.tasks.environment`: an allow-list of the worker's
+variables, the parameters, dsched's identities), and ``${name}`` expands with bash's own quoting
+rules. ``--noprofile --norc`` keep start-up files out (a non-interactive bash reads none today; the
+flags say so and hold if that changes); ``BASH_ENV`` and the other variables bash reads at start-up
+are reserved names that no parameter can set.
+
+An environment the operating system refuses (``E2BIG``: more than a quarter of the stack limit in
+arguments and environment, or one variable over 128 KiB) fails the attempt with that reason; the
+worker carries on.
 
 Output (stdout and stderr merged) goes to the attempt's log as it arrives and is scanned for
 ``setValue`` markers (:mod:`dsched.worker.tasks.out_params`). Process-group handling, including the
@@ -14,12 +21,14 @@ clean-up of children left behind by the script, is in :mod:`dsched.worker.proces
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import errno
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from dsched.spec import ShellSpec
 from dsched.worker.execution import TaskExecution
 from dsched.worker.process import ProcessGroup
+from dsched.worker.tasks import environment
 from dsched.worker.tasks.base import OutputSink, RunningTask, SpawnError, TaskExit
 from dsched.worker.tasks.out_params import OutParamParser
 
@@ -29,28 +38,6 @@ SCRIPT_NAME = "script.sh"
 def work_dir(exec_root: Path, execution: TaskExecution) -> Path:
     """The attempt's working directory (numbers only: no client text reaches the path)."""
     return exec_root / str(execution.workflow_instance_id) / str(execution.task_instance_id)
-
-
-def task_environment(base: Mapping[str, str], execution: TaskExecution) -> dict[str, str]:
-    """The environment of the attempt's process (see the module docstring for the order). The
-    worker's own ``DSCHED_*`` settings (a database URL may hold a password) are not inherited."""
-    env = {k: v for k, v in base.items() if not k.upper().startswith("DSCHED_")}
-    env.update(execution.params)
-    env.update(
-        {
-            "DSCHED_IDEMPOTENCY_KEY": execution.idempotency_key,
-            "DSCHED_TASK_INSTANCE_ID": str(execution.task_instance_id),
-            "DSCHED_WORKFLOW_INSTANCE_ID": str(execution.workflow_instance_id),
-            "DSCHED_TASK_NAME": execution.task_name,
-            "DSCHED_ATTEMPT": str(execution.attempt),
-            # Fencing for effects outside dsched's database (reliability notes §4.10): a sink that
-            # remembers the highest token per key can refuse a stale incarnation's late write.
-            "DSCHED_WORKER_ADDRESS": execution.worker_address,
-            "DSCHED_WORKER_EPOCH": str(execution.worker_epoch),
-            "DSCHED_FENCING_TOKEN": f"{execution.worker_epoch}:{execution.attempt}",
-        }
-    )
-    return env
 
 
 class ShellRun:
@@ -74,12 +61,24 @@ class ShellRun:
 
 class ShellTaskType:
     """Starts shell attempts under ``exec_root`` with ``bash`` (an absolute path, resolved once with
-    the worker's own PATH, so a task's PATH parameter cannot change which bash runs)."""
+    the worker's own PATH, so no task can change which bash runs). ``base_env`` is the worker's
+    environment; tasks inherit only its variables that ``env_allow`` names."""
 
-    def __init__(self, *, exec_root: Path, base_env: Mapping[str, str], bash: str) -> None:
+    def __init__(
+        self,
+        *,
+        exec_root: Path,
+        base_env: Mapping[str, str],
+        bash: str,
+        env_allow: Iterable[str] = environment.DEFAULT_ALLOW,
+    ) -> None:
         self._exec_root = exec_root
         self._base_env = dict(base_env)
         self._bash = bash
+        self._env_allow = tuple(env_allow)
+
+    def argv(self) -> list[str]:
+        return [self._bash, "--noprofile", "--norc", SCRIPT_NAME]
 
     async def start(self, execution: TaskExecution, output: OutputSink) -> RunningTask:
         if not isinstance(execution.kind, ShellSpec):
@@ -90,19 +89,25 @@ class ShellTaskType:
             (cwd / SCRIPT_NAME).write_text(execution.kind.script, encoding="utf-8")
         except OSError as exc:
             raise SpawnError(f"cannot write the script to {cwd}: {exc}") from exc
-        parser = OutParamParser()
+        env, notes = environment.task_environment(self._base_env, execution, self._env_allow)
+        for note in notes:
+            output.note(note)
+        parser = OutParamParser(note=output.note)
 
         def on_output(data: bytes) -> None:
             output.append(data)
             parser.feed(data)
 
         try:
-            group = await ProcessGroup.spawn(
-                [self._bash, SCRIPT_NAME],
-                cwd=cwd,
-                env=task_environment(self._base_env, execution),
-                on_output=on_output,
-            )
-        except (OSError, ValueError) as exc:  # ValueError: e.g. an environment the OS refuses
+            group = await ProcessGroup.spawn(self.argv(), cwd=cwd, env=env, on_output=on_output)
+        except OSError as exc:
+            if exc.errno == errno.E2BIG:
+                raise SpawnError(
+                    f"the operating system refused the task's environment as too large "
+                    f"({environment.size(env)} bytes in {len(env)} variables; Linux allows "
+                    "128 KiB per variable and a quarter of the stack limit for all of them)"
+                ) from exc
             raise SpawnError(f"cannot start {self._bash}: {exc}") from exc
+        except ValueError as exc:  # e.g. a NUL byte in a variable (refused before it gets here)
+            raise SpawnError(f"cannot start {self._bash}: invalid environment: {exc}") from exc
         return ShellRun(group, parser)

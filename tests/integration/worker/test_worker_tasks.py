@@ -3,7 +3,6 @@ master."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -226,21 +225,3 @@ async def test_stop_kills_running_tasks_reports_nothing_and_drops_queued(harness
     await group_gone(pgid)
     log_text = Path(worker.logs.resolve(running.task_instance_id)).read_text()
     assert "result not reported" in log_text
-
-
-async def test_tasks_inherit_the_environment_but_not_the_workers_settings(harness):
-    environ = {
-        "PATH": os.environ["PATH"],
-        "SITE": "eu-1",
-        "DSCHED_DB_URL": "postgresql://dsched:secret@db/dsched",
-        "DSCHED_TASK_NAME": "spoofed",
-    }
-    worker = await harness.worker(environ=environ)
-    execution = harness.execution(
-        'echo "site=$SITE db=${DSCHED_DB_URL:-unset} name=$DSCHED_TASK_NAME"'
-    )
-    response = await harness.dispatch(worker, execution)
-    await harness.master.wait_terminal(execution.task_instance_id)
-
-    text = Path(response.log_path).read_text()
-    assert f"site=eu-1 db=unset name={execution.task_name}\n" in text

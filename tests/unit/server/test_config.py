@@ -332,7 +332,7 @@ def test_configure_logging_sets_level_and_replaces_itself(root_logger: logging.L
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 # Settings a role has no use for: the samples leave them out.
 UNUSED: dict[Role, set[str]] = {
-    "master": {"worker_port", "worker_slots", "outbox_fsync"},
+    "master": {"worker_port", "worker_slots", "outbox_fsync", "task_env_allow"},
     "worker": {"worker_port", "db_url", "failover_delay", "host_selector", "warmup_seconds"},
 }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dsched.worker.tasks.out_params import MAX_LINE_BYTES, OutParamParser
+from dsched.worker.tasks.out_params import MAX_LINE_BYTES, MAX_NOTES, OutParamParser
 
 OUTPUT = (
     b"starting\n"
@@ -79,3 +79,47 @@ def test_over_long_lines_are_skipped_without_buffering_them() -> None:
 def test_oversized_values_are_ignored() -> None:
     big = b"v" * (64 * 1024 + 1)
     assert parse(b"${setValue(big=" + big + b")}\n${setValue(small=1)}\n") == {"small": "1"}
+
+
+def parse_with_notes(*chunks: bytes) -> tuple[dict[str, str], list[str]]:
+    notes: list[str] = []
+    parser = OutParamParser(note=notes.append)
+    for chunk in chunks:
+        parser.feed(chunk)
+    return parser.close(), notes
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["BASH_ENV", "bash_env", "PATH", "LD_PRELOAD", "Ld_Audit", "PYTHONPATH", "DSCHED_ATTEMPT"],
+)
+def test_a_reserved_key_is_dropped_with_a_note(key: str) -> None:
+    line = "${setValue(" + key + "=$(touch /tmp/marker))}\n${setValue(ok=1)}\n"
+    params, notes = parse_with_notes(line.encode())
+    assert params == {"ok": "1"}
+    assert len(notes) == 1
+    assert notes[0].startswith(f"OUT parameter dropped: parameter name {key!r} is reserved: ")
+
+
+@pytest.mark.parametrize("key", ["1abc", "a-b", "a x", "", "é", "p" * 129])
+def test_a_key_outside_the_grammar_is_dropped_with_a_note(key: str) -> None:
+    params, notes = parse_with_notes(("${setValue(" + key + "=v)}\n").encode())
+    assert params == {}
+    assert len(notes) == 1 and "is not an identifier" in notes[0]
+
+
+def test_values_no_task_could_receive_are_dropped_with_a_note() -> None:
+    big = b"v" * (64 * 1024 + 1)
+    params, notes = parse_with_notes(b"${setValue(big=" + big + b")}\n${setValue(nul=a\0b)}\n")
+    assert params == {}
+    assert notes == [
+        "OUT parameter 'big' dropped: its value is larger than 64 KiB",
+        "OUT parameter 'nul' dropped: its value contains a NUL character",
+    ]
+
+
+def test_notes_about_dropped_keys_are_bounded() -> None:
+    params, notes = parse_with_notes(b"${setValue(PATH=x)}\n" * (MAX_NOTES + 50))
+    assert params == {}
+    assert len(notes) == MAX_NOTES + 1
+    assert notes[-1] == "more OUT parameters dropped; not reported one by one"
