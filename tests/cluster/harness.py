@@ -223,8 +223,10 @@ class Cluster:
             # claiming or taking work for reasons unrelated to the fault under test.
             DSCHED_CPU_THRESHOLD="1",
             # Lets teardown recognise this cluster's task processes (see _is_task_of). Not a
-            # DSCHED_ name: workers keep their own DSCHED_* settings from their tasks.
+            # DSCHED_ name: workers keep their own DSCHED_* settings from their tasks; and tasks
+            # inherit only the worker variables allowed to them, so it is allowed here.
             CHAOS_RUN_DIR=str(self.run_dir),
+            DSCHED_TASK_ENV_ALLOW="CHAOS_RUN_DIR",
         )
         env.update(self.settings)
         return env

@@ -248,6 +248,11 @@ BAD_ENV = [
     ("DSCHED_REGISTRY_SESSION_TIMEOUT", "1.5", "at least 2"),
     ("DSCHED_REGISTRY_SESSION_TIMEOUT", "61", "at most 60"),
     ("DSCHED_REGISTRY_SESSION_TIMEOUT", "ten", "a number"),
+    ("DSCHED_TASK_ENV_ALLOW", "SPARK_HOME,DSCHED_DB_URL", "outside DSCHED_*"),
+    ("DSCHED_TASK_ENV_ALLOW", "dsched_*", "outside DSCHED_*"),
+    ("DSCHED_TASK_ENV_ALLOW", "A-B", "not an environment variable name"),
+    ("DSCHED_TASK_ENV_ALLOW", "*", "not an environment variable name"),
+    ("DSCHED_TASK_ENV_ALLOW", "A*B", "not an environment variable name"),
 ]
 
 
@@ -255,6 +260,15 @@ BAD_ENV = [
 def test_bad_environment_names_the_variable(name: str, value: str, message: str) -> None:
     found = violations(None, "standalone", **{name: value})
     assert message in found[name], found
+
+
+def test_task_env_allow_is_a_list_of_names_and_prefixes(tmp_path: Path) -> None:
+    assert load().task_env_allow_list == ()
+    s = load(role="worker", DSCHED_TASK_ENV_ALLOW=" SPARK_HOME, HADOOP_* KRB5CCNAME ")
+    assert s.task_env_allow == "SPARK_HOME,HADOOP_*,KRB5CCNAME"
+    assert s.task_env_allow_list == ("SPARK_HOME", "HADOOP_*", "KRB5CCNAME")
+    config = write(tmp_path / "w.toml", '[worker]\ntask_env_allow = "SITE"\n')
+    assert load(["--config", str(config)], "worker").task_env_allow_list == ("SITE",)
 
 
 def test_bad_file_values_name_the_file_and_key(tmp_path: Path) -> None:

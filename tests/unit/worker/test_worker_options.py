@@ -20,6 +20,7 @@ def test_dedicated_worker_uses_the_data_dir_and_port() -> None:
         heartbeat_interval=2.5,
         outbox_fsync=True,
         cpu_threshold=0.8,
+        task_env_allow="SPARK_HOME,HADOOP_*",
     )
 
     options = WorkerOptions.from_settings(settings)
@@ -33,6 +34,7 @@ def test_dedicated_worker_uses_the_data_dir_and_port() -> None:
     )
     assert options.heartbeat_interval == 2.5 and options.outbox_fsync
     assert options.thresholds == Thresholds(cpu=0.8, memory=0.9, disk=0.9)
+    assert options.task_env_allow == ("SPARK_HOME", "HADOOP_*")
 
 
 def test_standalone_worker_lives_next_to_its_master() -> None:
