@@ -95,6 +95,25 @@ def test_table_aligns_columns_without_trailing_spaces() -> None:
     assert text.splitlines() == ["ID  NAME", "1   a", "22  -"]
 
 
+def test_table_pads_by_terminal_width_for_names_in_any_script() -> None:
+    # CJK characters take two columns, combining marks none: the next column still lines up.
+    text = fmt.table(
+        ("name", "state"), [("每日报表", "OK"), ("e\u0301t\u00e9", "OK"), ("ab", "OK")]
+    )
+    assert text.splitlines() == [
+        "NAME      STATE",
+        "每日报表  OK",
+        "e\u0301t\u00e9       OK",
+        "ab        OK",
+    ]
+    assert (fmt.width("每日报表"), fmt.width("e\u0301"), fmt.width("\uff41"), fmt.width("a")) == (
+        8,
+        1,
+        2,
+        1,
+    )
+
+
 @pytest.mark.parametrize(
     ("seconds", "text"),
     [(0.25, "250ms"), (3.21, "3.2s"), (65, "1m05s"), (7325, "2h02m")],

@@ -20,6 +20,7 @@ from dsched.names import (
     reserved_because,
     worker_group_violation,
 )
+from tests.reserved import KNOWN_DANGEROUS
 
 README = Path(__file__).resolve().parents[3] / "README.md"
 
@@ -50,34 +51,7 @@ def test_every_member_of_a_reserved_family_is_refused_in_any_case(name: str) -> 
     assert problem is not None and problem[0] == RESERVED_PARAMETER_NAME
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "BASH_ENV",
-        "BASH_FUNC_ls",  # exported functions are BASH_FUNC_ls%% (outside the grammar anyway)
-        "BASHOPTS",
-        "LD_PRELOAD",
-        "LD_LIBRARY_PATH",
-        "LD_AUDIT",
-        "GLIBC_TUNABLES",
-        "MALLOC_CHECK_",
-        "PYTHONPATH",
-        "PYTHONSTARTUP",
-        "PYTHONWARNINGS",
-        "PERL5OPT",
-        "PERL5LIB",
-        "PERLLIB",
-        "RUBYOPT",
-        "HADOOP_USER_NAME",
-        "SPARK_CONF_DIR",
-        "PYSPARK_PYTHON",
-        "KRB5CCNAME",
-        "GIT_SSH_COMMAND",
-        "GIT_CONFIG_COUNT",
-        "XDG_CONFIG_HOME",
-        "DSCHED_FENCING_TOKEN",
-    ],
-)
+@pytest.mark.parametrize("name", KNOWN_DANGEROUS)
 def test_the_known_dangerous_members_of_the_families_are_covered(name: str) -> None:
     assert reserved_because(name) is not None
 

@@ -6,6 +6,7 @@ least two spaces, no colours, times in the local time zone (``-`` where a value 
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
@@ -15,18 +16,30 @@ ABSENT = "-"
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
-    """Renders rows under upper-case headers, each column as wide as its widest cell.
+    """Renders rows under upper-case headers, each column as wide as its widest cell (in terminal
+    columns, see :func:`width`).
 
     The last column is not padded, so lines carry no trailing spaces.
     """
     cells = [[h.upper() for h in headers]]
     cells += [[ABSENT if c is None or c == "" else str(c) for c in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    widths = [max(width(r[i]) for r in cells) for i in range(len(headers))]
     lines = []
     for row in cells:
-        padded = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])]
+        padded = [cell + " " * (widths[i] - width(cell)) for i, cell in enumerate(row[:-1])]
         lines.append("  ".join([*padded, row[-1]]))
     return "\n".join(lines)
+
+
+def width(text: str) -> int:
+    """Terminal columns ``text`` takes: wide and full-width characters (CJK) two, combining marks
+    none, others one (names may be in any script)."""
+    total = 0
+    for char in text:
+        if unicodedata.category(char) in ("Mn", "Me", "Cf"):
+            continue
+        total += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+    return total
 
 
 def when(value: datetime | None) -> str:
