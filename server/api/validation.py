@@ -79,5 +79,8 @@ class Checks:
 
     def raise_if_any(self, message: str = "invalid request") -> None:
         if self.violations:
-            reason = reason_for(self.violations, InvalidArgument.default_reason)
-            raise InvalidArgument(message, reason=reason, violations=self.violations)
+            raise InvalidArgument(
+                message,
+                reason=reason_for(self.violations, "INVALID_ARGUMENT"),
+                violations=self.violations,
+            )

@@ -67,7 +67,7 @@ class InstanceCalls(RpcBase):
         if violations:
             raise InvalidArgument(
                 "invalid start parameters",
-                reason=reason_for(violations, InvalidArgument.default_reason),
+                reason=reason_for(violations, "INVALID_ARGUMENT"),
                 violations=violations,
             )
         depend = coerce.optional_enum(TaskDependType, task_depend_type, "task_depend_type")

@@ -32,9 +32,12 @@ import unicodedata
 from collections.abc import Iterable
 
 from dsched.errors import FieldViolation
+from dsched.reasons import Reason
 
-INVALID_PARAMETER_NAME = "INVALID_PARAMETER_NAME"
-RESERVED_PARAMETER_NAME = "RESERVED_PARAMETER_NAME"
+INVALID_PARAMETER_NAME = Reason.INVALID_PARAMETER_NAME
+RESERVED_PARAMETER_NAME = Reason.RESERVED_PARAMETER_NAME
+# The reasons of a refused parameter name, the one that wins first (see reason_for).
+PARAMETER_NAME_REASONS = (RESERVED_PARAMETER_NAME, INVALID_PARAMETER_NAME)
 
 MAX_PARAM_NAME_LENGTH = 128
 PARAM_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -192,7 +195,7 @@ def reason_for(violations: Iterable[FieldViolation], default: str) -> str:
     name outranks an invalid one, and both outrank ``default`` (the field violations carry every
     problem; the reason names the one a client most needs to tell apart)."""
     reasons = {v.reason for v in violations}
-    for reason in (RESERVED_PARAMETER_NAME, INVALID_PARAMETER_NAME):
+    for reason in PARAMETER_NAME_REASONS:
         if reason in reasons:
             return reason
     return default

@@ -13,8 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from dsched.errors import FieldViolation, InvalidWorkflow, error_class
+from dsched.errors import FieldViolation, InvalidArgument, InvalidWorkflow
 from dsched.names import (
+    PARAMETER_NAME_REASONS,
     name_violation,
     param_name_violation,
     param_path,
@@ -253,12 +254,21 @@ def check_workflow(spec: WorkflowSpec) -> None:
     if ``spec`` is invalid, or :class:`InvalidArgument` when a parameter name is refused (reason
     RESERVED_PARAMETER_NAME or INVALID_PARAMETER_NAME: :func:`dsched.names.reason_for`)."""
     violations, cyclic = validate_workflow(spec)
-    if violations:
-        reason = reason_for(violations, "CYCLE_DETECTED" if cyclic else "INVALID_WORKFLOW")
-        # The class the server's answer would decode to, so local and remote checks raise alike.
-        raise error_class(InvalidWorkflow.code, reason)(
-            f"workflow {spec.name!r} is invalid",
-            reason=reason,
-            metadata={"project": spec.project, "workflow": spec.name},
+    if not violations:
+        return
+    message = f"workflow {spec.name!r} is invalid"
+    metadata = {"project": spec.project, "workflow": spec.name}
+    if any(v.reason in PARAMETER_NAME_REASONS for v in violations):
+        # The class the server's answer decodes to, so that local and remote checks raise alike.
+        raise InvalidArgument(
+            message,
+            reason=reason_for(violations, "INVALID_ARGUMENT"),
+            metadata=metadata,
             violations=violations,
         )
+    raise InvalidWorkflow(
+        message,
+        reason="CYCLE_DETECTED" if cyclic else "INVALID_WORKFLOW",
+        metadata=metadata,
+        violations=violations,
+    )

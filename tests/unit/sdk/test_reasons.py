@@ -3,8 +3,9 @@ source raises no reason that is not in it (a static scan of server/, worker/ and
 
 The scan reads every call of a ``DschedError`` class (and of its subclasses, wherever defined) and
 every ``default_reason`` of those classes. A ``reason=`` argument must be a string literal, a
-conditional between literals, or a ``Reason`` member, so that this test can check it; anything else
-fails here rather than at run time (the interceptor's run-time check is the backstop for the rest).
+conditional between literals, a ``Reason`` member, or ``dsched.names.reason_for(violations, one of
+those)``, so that this test can check it; anything else fails here rather than at run time (the
+interceptor's run-time check is the backstop for the rest).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from dsched.names import PARAMETER_NAME_REASONS
 from dsched.reasons import LISTED, PROTO_PREFIX, Reason
 from dsched.v1 import error_reason_pb2
 
@@ -64,6 +66,10 @@ def _values(node: ast.expr) -> Iterator[str | None]:
         and node.value.id == "Reason"
     ):
         yield node.attr
+    elif isinstance(node, ast.Call) and _name(node.func) == "reason_for" and len(node.args) == 2:
+        # dsched.names.reason_for(violations, default): a parameter-name reason or the default.
+        yield from (str(r) for r in PARAMETER_NAME_REASONS)
+        yield from _values(node.args[1])
     else:
         yield None
 
@@ -146,7 +152,8 @@ def test_every_reason_argument_is_checkable() -> None:
     opaque = [use.where for use in _source_uses() if use.reason is None]
     assert not opaque, (
         f"reason= arguments this test cannot check at {', '.join(opaque)}: pass a string literal "
-        "(or `a if cond else b` of literals, or a dsched.reasons.Reason member) so the contract "
+        "(or `a if cond else b` of literals, a dsched.reasons.Reason member, or "
+        "dsched.names.reason_for(violations, one of those)) so the contract "
         "test sees every reason the server can send."
     )
 
@@ -176,6 +183,7 @@ def test_the_scan_sees_every_form_of_reason() -> None:
             "    NotFound('x', reason=Reason.C)\n"
             "    NotFound('x', reason=r)\n"
             "    print('x', reason='NOT_AN_ERROR')\n"
+            "    NotFound('x', reason=reason_for(v, 'D' if c else 'E'))\n"
         ),
     }
     found = sorted((u.reason or "?", u.where) for u in scan(sources))
@@ -184,7 +192,11 @@ def test_the_scan_sees_every_form_of_reason() -> None:
         ("A", "sub.py:5"),
         ("B", "sub.py:5"),
         ("C", "sub.py:7"),
+        ("D", "sub.py:10"),
+        ("E", "sub.py:10"),
         ("GONE", "sub.py:3"),
+        ("INVALID_PARAMETER_NAME", "sub.py:10"),
         ("NOT_FOUND", "base.py:4"),
+        ("RESERVED_PARAMETER_NAME", "sub.py:10"),
         ("UNKNOWN", "base.py:2"),
     ]
