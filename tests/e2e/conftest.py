@@ -123,7 +123,11 @@ def start_standalone(
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env=env if env is not None else clean_env(DSCHED_LOG_LEVEL="INFO"),
+            # Never BUSY for CPU (as in tests/cluster): on a loaded 2-core machine the readings sit
+            # near 100 % in bursts, and a lone BUSY master claims no command until they drop.
+            env=env
+            if env is not None
+            else clean_env(DSCHED_LOG_LEVEL="INFO", DSCHED_CPU_THRESHOLD="1"),
             cwd=data_dir,
         )
         server = Standalone(proc, chosen, data_dir, output_path, out)
