@@ -3,9 +3,16 @@
 A ZooKeeper watch fires once, and a child watch does not fire when a child's data changes (kazoo's
 ``ChildrenWatch`` recipe has the same blind spot). :class:`ChildrenWatch` therefore keeps a cache of
 ``name -> data`` and arms a child watch on the path plus a data watch on each child; an event marks
-what is stale and one refresh task per watch re-reads only that, re-arming the watches it read
-through. Events that arrive while a refresh runs are coalesced into the next round; each round ends
-with one snapshot to the listener, skipped if it equals the last one delivered.
+what is stale and one refresh task per watch re-reads it, re-arming the watches it read through.
+Events that arrive while a refresh runs are coalesced into the next round; each round ends with one
+snapshot to the listener, skipped if it equals the last one delivered.
+
+A name is not an incarnation: a member restarted on the same address deletes its predecessor's node
+and creates its own under the same name, often before the watchers look. The new node carries no
+data watch of ours, and a listing shows the same names as before. So a child event re-reads the
+data of *every* child (not only of names not cached yet), and a data watch's DELETED marks its name
+stale too: whatever order the deletion, the creation and the events arrive in, the cache ends on the
+data of the node that exists now, and its data watch is armed on that node.
 
 kazoo drops every watch when the connection drops (and ZooKeeper forgets them with the session), so
 each CONNECTED (same session or a new one) triggers a full re-read, and its snapshot is always
@@ -89,10 +96,11 @@ class ChildrenWatch:
             self.kick()
 
     def _on_data_event(self, event: Any) -> None:
-        if event.type == EventType.CHANGED:
+        # CHANGED, or DELETED (maybe re-created already under the same name: read it again).
+        # NONE: kazoo dropping its watches, as above.
+        if event.type in (EventType.CHANGED, EventType.DELETED):
             self._stale.add(event.path.rsplit("/", 1)[1])
             self.kick()
-        # DELETED: the parent's child watch reports it; NONE: see above.
 
     async def _run(self) -> None:
         while self.active and (self._children_stale or self._stale):
@@ -125,7 +133,8 @@ class ChildrenWatch:
                 self._children_stale = stat is not None  # created in between: read it again
             for gone in set(self._cache) - names:
                 del self._cache[gone]
-            self._stale.update(names - set(self._cache))
+            # Every name, not only new ones: a cached name may be a new node by now.
+            self._stale.update(names)
         stale, self._stale = sorted(self._stale), set()
         try:
             results = await asyncio.gather(*(self._read_child(name) for name in stale))

@@ -345,3 +345,49 @@ async def test_epochs_increase_across_clients(clients: list[Registry]) -> None:
     assert all(e > 0 for e in together)
     later = await c.next_epoch()
     assert later > max(together)
+
+
+def _generation(snapshot: object) -> int:
+    """The generation ``gen-<n>`` of A in a watch snapshot; -1 while A is absent."""
+    assert isinstance(snapshot, dict)
+    data = snapshot.get(NAME_A)
+    return -1 if data is None else int(data.decode().removeprefix("gen-"))
+
+
+async def test_watchers_converge_on_a_name_deleted_and_recreated_at_once(
+    backend: Backend, clients: list[Registry]
+) -> None:
+    """A member restarted on the same address: its node is deleted and created again under the
+    same name (by the new incarnation's ``register``, or by an ``unregister`` followed at once by
+    another session's ``register``) faster than the watchers re-read it. Every watcher ends on the
+    latest incarnation's data, and none ever goes back to an older one, whatever the order in
+    which the deletions, creations and data changes reach it."""
+    a, b, c = clients
+    recorders = [backend.recorder() for _ in range(4)]
+    for client, seen in zip((a, b, c, c), recorders, strict=True):
+        client.watch_children(WORKERS, seen)
+        assert await seen.next() == {}
+    owners = (a, b)
+    generation = 0
+    for round_ in range(24):
+        old, new = owners[round_ % 2], owners[(round_ + 1) % 2]
+        await old.register(A, f"gen-{generation}".encode())
+        generation += 1
+        if round_ % 3 == 0:  # the old incarnation leaves cleanly, the new one comes at once
+            await old.unregister(A)
+            await new.register(A, f"gen-{generation}".encode())
+        elif round_ % 3 == 1:  # the new incarnation replaces the stale node, then beats
+            await new.register(A, f"gen-{generation}".encode())
+            generation += 1
+            await new.update(A, f"gen-{generation}".encode())
+        else:  # replaced, and nothing else happens to the new node
+            await new.register(A, f"gen-{generation}".encode())
+        generation += 1
+    latest = generation - 1
+    assert await c.children(WORKERS) == {NAME_A: f"gen-{latest}".encode()}
+    for seen in recorders:  # each snapshot: A absent (-1) or no older than any seen before
+        newest = -1
+        while newest != latest:
+            current = _generation(await seen.next())
+            assert current == -1 or current >= newest, f"back from gen-{newest} to gen-{current}"
+            newest = max(newest, current)
