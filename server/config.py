@@ -48,7 +48,9 @@ from dsched.server.constants import (
     DEFAULT_MASTER_PORT,
     DEFAULT_WORKER_GROUP,
     DEFAULT_WORKER_PORT,
+    FAILOVER_DELAY_S,
     HEARTBEAT_INTERVAL_S,
+    REGISTRY_SESSION_TIMEOUT_S,
 )
 from dsched.server.heartbeat import Thresholds
 from dsched.server.shutdown import DEFAULT_SHUTDOWN_TIMEOUT_S
@@ -89,6 +91,8 @@ class Settings:
     seconds: how long a server may be out of touch before its members vanish and others take over.
     ``shutdown_timeout`` bounds a stop (SIGTERM) in seconds: what is not done by then is abandoned
     (see :mod:`dsched.server.processes`).
+    ``failover_delay`` is how much longer masters wait before re-running the tasks of a worker whose
+    death they cannot confirm (a master's instances are taken over at once).
     """
 
     role: Role = "standalone"
@@ -98,12 +102,12 @@ class Settings:
     worker_port: int = 0
     db_url: str = field(default="", repr=False)
     registry: str = EMBEDDED_REGISTRY
-    registry_session_timeout: float = 10.0
+    registry_session_timeout: float = REGISTRY_SESSION_TIMEOUT_S
     registry_auth: str = field(default="", repr=False)
     worker_group: str = DEFAULT_WORKER_GROUP
     worker_slots: int = field(default_factory=default_worker_slots)
     heartbeat_interval: float = HEARTBEAT_INTERVAL_S
-    failover_delay: float = 10.0
+    failover_delay: float = FAILOVER_DELAY_S
     host_selector: HostSelector = "lower_weight"
     warmup_seconds: float = 600.0
     outbox_fsync: bool = False

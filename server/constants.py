@@ -16,6 +16,14 @@ DEFAULT_WORKER_PORT = 1234
 DEFAULT_WORKER_GROUP = "default"
 
 HEARTBEAT_INTERVAL_S = 5.0
+# Liveness defaults (ARCHITECTURE.md §4). A member killed outright is taken over about one session
+# timeout after its death (plus up to one ZooKeeper tick): a master's instances at once (the epoch
+# fence makes that safe), a worker's tasks as soon as its death is confirmed (nothing listens at its
+# address, or a new incarnation registered there). A worker that is only missing (host down or cut
+# off) gets the failover delay more, time enough to fence itself first. 4 s sessions survive a
+# network stall of about 2 s; workers ride out a ZooKeeper restart of about 3 s.
+REGISTRY_SESSION_TIMEOUT_S = 4.0
+FAILOVER_DELAY_S = 4.0
 # A log follow or watch stream with nothing to say sends an empty frame this often, so clients can
 # tell a quiet stream from a dead one.
 PROGRESS_FRAME_INTERVAL_S = 5.0

@@ -11,7 +11,7 @@ registers again and hands the old epoch's instances over for recovery at once (i
 orphans).
 
 ``stop`` (SIGTERM) stops claiming, stops the runners, hands their instances over (so a surviving
-master resumes them at once instead of after the failover delay) and deregisters, each step bounded
+master resumes them at once) and deregisters, each step bounded
 by the shutdown's budget (:mod:`dsched.server.shutdown`). If the store is unreachable then, the
 instances stay with the dead epoch and are recovered by the failover check; if the registry is, the
 node goes when the session expires. Either is recorded as abandoned.
@@ -36,6 +36,7 @@ from dsched.server.clock import SystemClock
 from dsched.server.constants import (
     DEFAULT_MASTER_PORT,
     DEFAULT_WORKER_GROUP,
+    FAILOVER_DELAY_S,
     HEARTBEAT_INTERVAL_S,
     MASTERS_PATH,
 )
@@ -95,7 +96,7 @@ class MasterOptions:
     warmup: timedelta = timedelta(minutes=10)
     heartbeat_interval: float = HEARTBEAT_INTERVAL_S
     thresholds: Thresholds = field(default_factory=Thresholds)
-    failover_delay: float = 10.0
+    failover_delay: float = FAILOVER_DELAY_S  # for workers whose death is not confirmed
 
 
 class Master:

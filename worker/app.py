@@ -128,18 +128,26 @@ class WorkerOptions:
 
 
 def fence_deadline(settings: Settings) -> float:
+    """Seconds of registry disconnection after which a worker kills its tasks
+    (:func:`fence_deadline_for` of its session timeout and failover delay)."""
+    return fence_deadline_for(settings.registry_session_timeout, settings.failover_delay)
+
+
+def fence_deadline_for(session_timeout: float, failover_delay: float) -> float:
     """Seconds of registry disconnection after which a worker kills its tasks.
 
-    Masters re-run a worker's tasks at the earliest ``session timeout + failover delay`` after its
-    last contact with ZooKeeper, and the worker may notice the disconnection up to about two
-    thirds of a session timeout after that contact (a silent partition). Fencing a third of the
-    session timeout plus half the failover delay after noticing (at most one session timeout)
-    ends the tasks before any replacement starts, with half the failover delay to spare, while a
-    ZooKeeper restart of a few seconds is ridden out. The masters' ``failover_delay`` is assumed
-    to be the one in this worker's settings.
+    Masters re-run the tasks of a worker that is cut off (not known dead) at the earliest
+    ``session timeout + failover delay`` after its last contact with ZooKeeper. The worker notices
+    the disconnection at the latest two thirds of a session timeout after that contact (kazoo pings
+    after a third of silence and gives up a third later). Fencing ``session timeout / 3 + failover
+    delay - margin`` after noticing ends the tasks before any replacement starts; the margin (1 s,
+    at most half the delay) absorbs a late timer on a loaded host. At most one session timeout: by
+    then the session is gone anyway. The longer the deadline, the longer a ZooKeeper outage (a
+    restart) the worker rides out without killing anything; with the defaults (4 s, 4 s) it is 4 s.
+    The masters' ``failover_delay`` is assumed to be the one in this worker's settings.
     """
-    timeout = settings.registry_session_timeout
-    return min(timeout, timeout / 3 + settings.failover_delay / 2)
+    margin = min(1.0, failover_delay / 2)
+    return min(session_timeout, session_timeout / 3 + failover_delay - margin)
 
 
 class Worker:

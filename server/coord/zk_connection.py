@@ -40,8 +40,10 @@ _KAZOO_STATES = {
     KazooState.LOST: ConnectionState.LOST,
 }
 # Between reconnection attempts kazoo backs off exponentially, by default up to an hour; a client
-# must be back well within its session timeout after a ZooKeeper restart.
-_CONNECTION_RETRY = {"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
+# must be back well within its session timeout after a ZooKeeper restart, and a worker within its
+# self-fence deadline (kazoo varies each pause by +-40 %, so at most 0.7 s here). A refused connect
+# costs nothing.
+_CONNECTION_RETRY = {"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 0.5}
 CLOSE_TIMEOUT_S = 3.0  # how long ``stop`` waits for kazoo to close before abandoning the client
 
 

@@ -37,7 +37,12 @@ from kazoo.exceptions import (
 from kazoo.security import make_digest_acl
 
 from dsched.errors import FailedPrecondition, Internal, InvalidArgument, NotFound, Unavailable
-from dsched.server.constants import ELECTIONS_PATH, EPOCHS_PATH, LOCKS_PATH
+from dsched.server.constants import (
+    ELECTIONS_PATH,
+    EPOCHS_PATH,
+    LOCKS_PATH,
+    REGISTRY_SESSION_TIMEOUT_S,
+)
 from dsched.server.coord import zk_queue
 from dsched.server.coord.registry import (
     ChildrenListener,
@@ -76,7 +81,7 @@ class ZooKeeperRegistry:
         hosts: str,
         *,
         chroot: str = "",
-        session_timeout: float = 10.0,
+        session_timeout: float = REGISTRY_SESSION_TIMEOUT_S,
         auth: tuple[str, str] | None = None,
         connect_timeout: float = 15.0,
     ) -> None:

@@ -10,21 +10,32 @@ each, in one transaction conditional on the dead epoch; whichever master claims 
 the instance and adopts the attempts still running on workers (``Execution.start``). Running it
 twice changes nothing; a crash half-way leaves the old rows untouched, for the next check.
 
-*Workers.* A worker incarnation that left the registry and has not come back (same address and
-epoch) within the failover delay is dead: every master tells its own runners, which retire the
-attempts that incarnation held (NEED_FAULT_TOLERANCE, conditional on its epoch) and run them again.
+The master check runs as soon as a master node goes away: the store fences the old epoch's writes,
+so a master that is only paused cannot undo the takeover. Checks run under a registry lock so that
+masters do not race each other.
 
-The delay gives a disconnected but living process time to notice and fence itself (a worker kills
-its tasks at half its session timeout) before anyone else acts; checks run under a registry lock so
-that masters do not race each other. Wall clocks of different hosts are never compared.
+*Workers.* A worker incarnation is identified by (address, epoch); an epoch that changes under the
+same address is the death of the old incarnation and the birth of a new one. An incarnation that
+left the registry is taken for dead, and every master tells its own runners (which retire the
+attempts it held, NEED_FAULT_TOLERANCE conditional on its epoch, and run them again), as soon as one
+of these holds:
+
+- another incarnation registered at its address (a worker binds its port, exclusively, before it
+  registers; a worker that fenced itself registers again only after killing its tasks);
+- nothing listens at its address any more (:func:`~dsched.server.rpc.probe.refused`);
+- it has not come back within the failover delay. That delay gives a worker that is alive but cut
+  off time to notice and fence itself (``dsched.worker.app.fence_deadline``) before its tasks run
+  again elsewhere.
+
+Wall clocks of different hosts are never compared.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 from dsched.errors import Aborted, DschedError
 from dsched.server.constants import MASTERS_PATH
@@ -35,6 +46,7 @@ from dsched.server.engine.messages import WorkerGone
 from dsched.server.engine.runners import Runners
 from dsched.server.engine.services import EngineServices
 from dsched.server.heartbeat import decode_heartbeat
+from dsched.server.rpc.probe import refused
 from dsched.server.store import events
 from dsched.server.store import instances as instance_repo
 from dsched.server.store.events import NewEvent
@@ -46,6 +58,7 @@ FAILOVER_LOCK = "failover"
 # Even without membership changes, look for orphans now and then: a master that crashed while
 # holding the lock, or a store that was down during the last check, must not leave them behind.
 FALLBACK_CHECK_S = 30.0
+UNREADABLE_RETRY_S = 1.0  # a master node that cannot be decoded: look again this much later
 _RETRY = Backoff(initial=0.2, maximum=5.0)
 
 
@@ -99,12 +112,22 @@ def live_master_epochs(children: Mapping[str, bytes]) -> set[int] | None:
     return epochs
 
 
+@dataclass(frozen=True, slots=True)
+class _Missing:
+    """A worker incarnation gone from the registry and not known dead yet; ``timer`` fails it over
+    at the end of the failover delay."""
+
+    epoch: int
+    timer: asyncio.TimerHandle
+
+
 class Failover:
     """Watches the registry and runs master and worker failover for one master incarnation.
 
     The master feeds it the master nodes it watches anyway (:meth:`on_masters`); worker
     membership comes from the master's worker directory. ``enabled`` says whether it may act now
-    (registered and connected).
+    (registered and connected). ``delay`` is the failover delay for workers whose death is not
+    confirmed; ``probe`` tells whether nothing listens at an address any more.
     """
 
     def __init__(
@@ -115,40 +138,43 @@ class Failover:
         *,
         delay: float,
         enabled: Callable[[], bool],
+        probe: Callable[[str], Awaitable[bool]] = refused,
     ) -> None:
         self.s = services
         self._registry = registry
         self._runners = runners
         self._delay = delay
         self._enabled = enabled
+        self._probe = probe
         self._masters: set[int] | None = None
-        self._workers: set[tuple[str, int]] | None = None
+        self._workers: dict[str, int] | None = None  # address -> epoch of the live workers
+        # Worker incarnations gone from the registry, not known dead yet, by address.
+        self._missing: dict[str, _Missing] = {}
         self._due = asyncio.Event()
-        self._handles: list[asyncio.TimerHandle] = []
+        self._retry: asyncio.TimerHandle | None = None
+        self._probes: set[asyncio.Task[None]] = set()
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        """Checks for orphans now, then whenever membership changes (after the delay)."""
-        self._workers = self.s.workers.live
+        """Checks for orphans now, then whenever membership changes."""
+        self._workers = dict(self.s.workers.live)
         self.s.workers.subscribe(self._on_workers)
         self._due.set()
         self._task = asyncio.create_task(self._run(), name="failover")
 
     async def stop(self) -> None:
-        for handle in self._handles:
-            handle.cancel()
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        for handle in [*(m.timer for m in self._missing.values()), self._retry]:
+            if handle is not None:
+                handle.cancel()
+        self._missing.clear()
+        tasks = [*self._probes, *([self._task] if self._task is not None else [])]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def check_soon(self) -> None:
-        """Asks for a master check after the failover delay."""
-        self._later(self._due.set)
-
-    def _later(self, callback: Callable[[], None]) -> None:
-        loop = asyncio.get_running_loop()
-        self._handles = [h for h in self._handles if not h.cancelled()]
-        self._handles.append(loop.call_later(self._delay, callback))
+        """Asks for a master check now."""
+        self._due.set()
 
     def on_masters(self, children: Mapping[str, bytes]) -> None:
         """Takes every snapshot of the master nodes."""
@@ -157,28 +183,60 @@ class Failover:
             return
         if self._masters is not None and self._masters - live:
             gone = sorted(self._masters - live)
-            log.info("master epoch(s) %s left the registry; checking in %.1fs", gone, self._delay)
+            log.info("master epoch(s) %s left the registry; taking over their instances", gone)
             self.check_soon()
         self._masters = live
 
     def _on_workers(self) -> None:
-        live = self.s.workers.live
-        if self._workers is not None:
-            for address, epoch in sorted(self._workers - live):
-                log.info(
-                    "worker %s (epoch %s) left the registry; failing its tasks over in %.1fs "
-                    "unless it is back",
-                    address,
-                    epoch,
-                    self._delay,
-                )
-                self._later(functools.partial(self._worker_check, address, epoch))
-        self._workers = live
+        live = dict(self.s.workers.live)  # address -> epoch: one incarnation per address
+        before, self._workers = self._workers, live
+        if before is None:
+            return
+        for address, epoch in sorted(live.items()):
+            missing = self._missing.get(address)
+            if missing is not None and missing.epoch == epoch:
+                del self._missing[address]  # its session survived after all: the node is back
+                missing.timer.cancel()
+            known = before.get(address, missing.epoch if missing is not None else None)
+            if known is not None and known < epoch:
+                # Also covers incarnations in between that this master never saw.
+                self._worker_dead(address, epoch - 1, f"is back as epoch {epoch}")
+        for address, epoch in sorted(before.items()):
+            if address not in live:
+                self._await_worker(address, epoch)
 
-    def _worker_check(self, address: str, epoch: int) -> None:
-        if self._workers is not None and (address, epoch) in self._workers:
-            return  # its session survived after all (the node came back with the same epoch)
-        self._runners.broadcast(WorkerGone(address, epoch))
+    def _await_worker(self, address: str, epoch: int) -> None:
+        log.info(
+            "worker %s (epoch %s) left the registry; failing its tasks over once it is known dead, "
+            "at the latest in %.1fs unless it is back",
+            address,
+            epoch,
+            self._delay,
+        )
+        loop = asyncio.get_running_loop()
+        why = f"did not come back within {self._delay:g}s"
+        timer = loop.call_later(self._delay, self._missing_dead, address, epoch, why)
+        self._missing[address] = _Missing(epoch, timer)
+        task = loop.create_task(self._confirm(address, epoch), name=f"probe {address}")
+        self._probes.add(task)
+        task.add_done_callback(self._probes.discard)
+
+    async def _confirm(self, address: str, epoch: int) -> None:
+        if await self._probe(address):
+            self._missing_dead(address, epoch, "nothing listens at its address any more")
+
+    def _missing_dead(self, address: str, epoch: int, why: str) -> None:
+        missing = self._missing.get(address)
+        if missing is not None and missing.epoch == epoch:
+            self._worker_dead(address, epoch, why)
+
+    def _worker_dead(self, address: str, epoch: int, why: str) -> None:
+        """Fails over the attempts of every incarnation of ``address`` up to ``epoch``."""
+        missing = self._missing.pop(address, None)
+        if missing is not None:
+            missing.timer.cancel()
+        log.warning("worker %s (epoch %s or older) %s: failing its tasks over", address, epoch, why)
+        self._runners.broadcast(WorkerGone(address, epoch, why))
 
     async def _run(self) -> None:
         while True:
@@ -198,7 +256,8 @@ class Failover:
                     live = live_master_epochs(await self._registry.children(MASTERS_PATH))
                     if live is None:
                         log.warning("a master node is unreadable; failover check postponed")
-                        self.check_soon()
+                        loop = asyncio.get_running_loop()
+                        self._retry = loop.call_later(UNREADABLE_RETRY_S, self._due.set)
                         return
                     await recover_orphans(self.s, live | {self.s.epoch})
                 # The masters that lost the race for the lock find nothing to do here, but wake

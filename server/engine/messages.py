@@ -103,11 +103,13 @@ class Waiting:
 
 @dataclass(frozen=True, slots=True)
 class WorkerGone:
-    """A worker incarnation left the registry and did not come back within the failover delay:
-    its unfinished attempts are re-run elsewhere."""
+    """Every incarnation of the worker at ``address`` up to ``epoch`` is dead (``why`` says how it
+    is known): their unfinished attempts are re-run elsewhere. Epochs only grow, and an address
+    serves one process at a time, so an incarnation's death implies its predecessors'."""
 
     address: str
     epoch: int
+    why: str = "is gone"
 
 
 @dataclass(frozen=True, slots=True)

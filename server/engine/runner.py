@@ -401,11 +401,12 @@ class InstanceRunner:
             t
             for t in self.tracks.values()
             if t.host == msg.address
-            and t.worker_epoch == msg.epoch
+            and t.worker_epoch <= msg.epoch
             and t.state in (TaskState.DISPATCHED, TaskState.RUNNING)
         ]
         for track in lost:
-            await self._fail_over(b, track, f"worker {msg.address} (epoch {msg.epoch}) is gone")
+            why = f"worker {msg.address} (epoch {track.worker_epoch}) {msg.why}"
+            await self._fail_over(b, track, why)
 
     async def _fail_over(self, b: _Batch, track: Track, reason: str) -> None:
         """Retires an attempt whose worker incarnation is gone (NEED_FAULT_TOLERANCE, not valid)

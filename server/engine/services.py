@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from grpc import aio
 
-from dsched.server.constants import KILL_GRACE_S
+from dsched.server.constants import FAILOVER_DELAY_S, KILL_GRACE_S
 from dsched.server.core.ports import Clock
 from dsched.server.core.records import InstanceRecord
 from dsched.server.engine.dispatcher import Dispatcher
 from dsched.server.engine.messages import KillUnanswered, TakeOverResult
 from dsched.server.engine.notifier import Notifier
-from dsched.server.engine.workers import WorkerDirectory
+from dsched.server.engine.workers import WorkerDirectory, WorkerRef
+from dsched.server.rpc.probe import PROBE_TIMEOUT_S, refused
 from dsched.server.store import instances as instance_repo
 from dsched.server.store.database import Database
 from dsched.v1 import worker_service_pb2
@@ -60,7 +61,7 @@ class EngineServices:
     epoch: int
     default_group: str
     reload: Callable[[int], None]
-    failover_delay: float = 10.0
+    failover_delay: float = FAILOVER_DELAY_S
     metrics: EngineMetrics = field(default_factory=EngineMetrics)
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
@@ -99,15 +100,13 @@ class EngineServices:
     async def take_over(
         self, runner: InstanceRunner, ti_id: int, attempt: int, host: str, worker_epoch: int
     ) -> None:
-        """Tells the worker holding an adopted attempt that this master owns it now. A worker that
-        is not registered gets the failover delay to come back (or to fence itself, if it is only
-        cut off) before its attempt is declared lost."""
+        """Tells the worker holding an adopted attempt that this master owns it now. The attempt is
+        lost at once if another incarnation serves its worker's address or nothing listens there
+        any more; a worker that is only missing from the registry gets the failover delay to come
+        back (or to fence itself, if it is only cut off) before its attempt is declared lost."""
         found = False
-        live = self.workers.get(host) if host else None
-        if host and (live is None or live.epoch != worker_epoch):
-            await asyncio.sleep(self.failover_delay)
-            live = self.workers.get(host)
-        if live is not None and live.epoch == worker_epoch:
+        live = await self._incarnation(host, worker_epoch) if host else None
+        if live is not None:
             try:
                 reply = await self.workers.worker_stub(host).TakeOverTask(
                     worker_service_pb2.TakeOverTaskRequest(
@@ -124,6 +123,19 @@ class EngineServices:
                     "take-over of task instance %s on %s failed: %s", ti_id, host, err.code()
                 )
         runner.post(TakeOverResult(ti_id, found))
+
+    async def _incarnation(self, host: str, epoch: int) -> WorkerRef | None:
+        """The worker incarnation ``(host, epoch)`` if it is registered (after the failover delay
+        if it is missing but not known dead), else None."""
+        live = self.workers.get(host)
+        if live is None:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + self.failover_delay
+            if await refused(host, min(self.failover_delay, PROBE_TIMEOUT_S)):
+                return None
+            await asyncio.sleep(max(0.0, deadline - loop.time()))
+            live = self.workers.get(host)
+        return live if live is not None and live.epoch == epoch else None
 
     async def reply_with_instance(
         self, instance_id: int, future: asyncio.Future[InstanceRecord]

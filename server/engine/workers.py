@@ -1,7 +1,9 @@
 """The master's view of live workers: registry membership, heartbeats, selection and channels.
 
 Membership comes from the registry's ephemeral worker nodes (``<group>@<host:port>``) and their
-heartbeat data; the database is never asked who is alive. Between two heartbeats of a worker the
+heartbeat data; the database is never asked who is alive. An address has one live incarnation, the
+newest epoch registered for it: a worker restarted on the same address replaces the old one here
+even when the registry never showed the old node go. Between two heartbeats of a worker the
 directory counts the attempts this master sent it and adds them to the slots the heartbeat said were
 in use, so a burst of dispatches spreads over the workers instead of piling onto whichever looked
 idlest at the last heartbeat. Channels to workers are cached per address
@@ -86,10 +88,16 @@ class WorkerDirectory:
             except DschedError:
                 log.warning("ignoring worker %s with an unreadable heartbeat", name)
                 continue
+            rival = workers.get(parsed[1])
+            if rival is not None and rival.epoch > heartbeat.epoch:
+                # Two nodes for one address (restarted in another group while the old node waits
+                # for its session to expire): epochs only grow, the newer one is the live one.
+                continue
             workers[parsed[1]] = WorkerRef(parsed[1], parsed[0], heartbeat)
-            known = self._workers.get(parsed[1])
-            if known is None or known.heartbeat != heartbeat:
-                self._sent.pop(parsed[1], None)  # a fresh heartbeat counts them itself
+        for address, worker in workers.items():
+            known = self._workers.get(address)
+            if known is None or known.heartbeat != worker.heartbeat:
+                self._sent.pop(address, None)  # a fresh heartbeat counts them itself
         for gone in set(self._workers) - set(workers):
             self._sent.pop(gone, None)
             channel = self._channels.pop(gone, None)

@@ -49,7 +49,7 @@ def test_standalone_defaults() -> None:
     assert (s.host, s.port, s.worker_port) == ("127.0.0.1", 5678, 0)
     assert s.db_url == "sqlite+aiosqlite:////home/dev/.dsched/dsched.db"
     assert s.registry == "embedded" and s.embedded_registry
-    assert (s.worker_group, s.heartbeat_interval, s.failover_delay) == ("default", 5.0, 10.0)
+    assert (s.worker_group, s.heartbeat_interval, s.failover_delay) == ("default", 5.0, 4.0)
     assert (s.host_selector, s.warmup_seconds, s.outbox_fsync) == ("lower_weight", 600.0, False)
     assert s.worker_slots >= 4
     assert (s.log_level, s.shutdown_timeout) == ("INFO", 30.0)
@@ -62,7 +62,7 @@ def test_master_and_worker_defaults() -> None:
     assert (master.port, worker.port) == (5678, 1234)
     assert master.registry == worker.registry == "127.0.0.1:2181/dsched"
     assert master.zookeeper == ("127.0.0.1:2181", "/dsched")
-    assert (master.registry_session_timeout, master.registry_auth) == (10.0, "")
+    assert (master.registry_session_timeout, master.registry_auth) == (4.0, "")
     assert master.registry_credentials is None
     with pytest.raises(ValueError):
         _ = load().zookeeper
@@ -347,7 +347,7 @@ DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 # Settings a role has no use for: the samples leave them out.
 UNUSED: dict[Role, set[str]] = {
     "master": {"worker_port", "worker_slots", "outbox_fsync", "task_env_allow"},
-    "worker": {"worker_port", "db_url", "failover_delay", "host_selector", "warmup_seconds"},
+    "worker": {"worker_port", "db_url", "host_selector", "warmup_seconds"},
 }
 
 

@@ -57,10 +57,12 @@ def test_a_cluster_worker_fences_before_any_master_can_rerun_its_tasks() -> None
         )
         return WorkerOptions.from_settings(settings).fence_after
 
-    assert fence(6.0, 4.0) == 4.0  # a third of the session timeout plus half the failover delay
+    assert fence(6.0, 4.0) == 5.0  # a third of the session timeout, the failover delay, -1 s
+    assert fence(6.0, 1.0) == 2.5  # the margin is at most half the failover delay
     assert fence(6.0, 0.0) == 2.0
     assert fence(3.0, 60.0) == 3.0  # at most one session timeout
-    for timeout, delay in [(6.0, 4.0), (10.0, 10.0), (20.0, 1.0)]:
+    assert fence(4.0, 4.0) == 4.0  # the defaults
+    for timeout, delay in [(4.0, 4.0), (6.0, 4.0), (10.0, 10.0), (20.0, 1.0), (2.0, 0.5)]:
         # Noticed up to 2/3 of a session after the last contact, fenced before the earliest re-run.
         assert 2 * timeout / 3 + (fence(timeout, delay) or 0) < timeout + delay + 1e-9
 
