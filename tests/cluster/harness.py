@@ -32,10 +32,12 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Literal
 
 from dsched import Client, Unavailable
+from dsched.server.constants import FAILOVER_DELAY_S, REGISTRY_SESSION_TIMEOUT_S
 from tests.cluster.db import Database
 from tests.cluster.deaths import DeathWatch
 from tests.cluster.ledger import TaskLedger
@@ -51,15 +53,23 @@ _READY = re.compile(
     r"(?:group (?P<group>\S+), )?epoch (?P<epoch>\d+), pid (?P<pid>\d+)"
 )
 
+# A worker's log line (local time, as logging's asctime) naming the task groups it killed at start.
+_LEFTOVERS = re.compile(
+    r"^(?P<at>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*"
+    r"killed task process groups left by an earlier run: (?P<pids>\[[\d, ]*\])",
+    re.MULTILINE,
+)
+
 Role = Literal["master", "worker"]
 
 
 @dataclass(frozen=True)
 class Timeouts:
-    """The cluster's liveness settings (seconds), passed to every member by environment."""
+    """The cluster's liveness settings (seconds), passed to every member by environment: the
+    product's defaults, with a heartbeat every second so that load figures stay fresh."""
 
-    session: float = 6.0
-    failover_delay: float = 4.0
+    session: float = REGISTRY_SESSION_TIMEOUT_S
+    failover_delay: float = FAILOVER_DELAY_S
     heartbeat: float = 1.0
 
 
@@ -87,6 +97,11 @@ class Member:
     @property
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    @property
+    def incarnation(self) -> tuple[str, int]:
+        """(address, epoch): what the masters know this process by."""
+        return self.address, self.epoch
 
     @property
     def serving(self) -> bool:
@@ -184,14 +199,34 @@ class Cluster:
     def add_master(self) -> Member:
         return self._await_ready(self._spawn("master"))
 
-    def add_worker(self, *, group: str = "default", slots: int = 8) -> Member:
-        return self._await_ready(self._spawn("worker", group=group, slots=slots))
+    def add_worker(
+        self, *, group: str = "default", slots: int = 8, zookeeper: str | None = None
+    ) -> Member:
+        """A worker; ``zookeeper`` (``host:port``) replaces the cluster's ZooKeeper address in its
+        registry setting (e.g. a proxy that can cut the line)."""
+        registry = None if zookeeper is None else f"{zookeeper}{self.chroot}"
+        return self._await_ready(self._spawn("worker", group=group, slots=slots, registry=registry))
 
-    def restart(self, member: Member) -> Member:
+    def restart(self, member: Member, *, same_port: bool = False) -> Member:
         """Starts a new process of a dead ``member``'s role on its data directory (as a
-        supervisor would); returns the new member (a new epoch, and a new port)."""
+        supervisor would); returns the new member: a new epoch, on a new port unless
+        ``same_port`` (as systemd or the local cluster restart it: same address)."""
         assert not member.alive, f"{member.name} still runs"
-        return self._await_ready(self._spawn(member.role, data_dir=member.data_dir))
+        port = int(member.address.rpartition(":")[2]) if same_port else 0
+        return self._await_ready(self._spawn(member.role, data_dir=member.data_dir, port=port))
+
+    def note_leftover_kills(self, member: Member) -> list[int]:
+        """Records in :attr:`deaths` the task runs ``member`` killed at its start as leftovers of
+        an earlier incarnation, at the time its log says (to the millisecond: the death watch
+        polls every 100 ms, too coarse when the attempts run again a moment later). Returns the
+        pids."""
+        killed: list[int] = []
+        for match in _LEFTOVERS.finditer(member.log()):
+            at = datetime.strptime(match["at"], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            pids = [int(p) for p in re.findall(r"\d+", match["pids"])]
+            self.deaths.update(dict.fromkeys(pids, at))
+            killed += pids
+        return killed
 
     def task_pids(self, member: Member) -> list[int]:
         """The task processes (group leaders) ``member`` runs now."""
@@ -232,14 +267,21 @@ class Cluster:
         return env
 
     def _spawn(
-        self, role: Role, *, group: str = "default", slots: int = 8, data_dir: Path | None = None
+        self,
+        role: Role,
+        *,
+        group: str = "default",
+        slots: int = 8,
+        data_dir: Path | None = None,
+        port: int = 0,
+        registry: str | None = None,
     ) -> Member:
         self._counts[role] += 1
         name = f"{role[0]}{self._counts[role]}"
         if data_dir is None:
             data_dir = self.run_dir / name
             data_dir.mkdir(parents=True)
-        argv = [str(DSCHED), role, "--registry", self.registry, "--port", "0"]
+        argv = [str(DSCHED), role, "--registry", registry or self.registry, "--port", str(port)]
         if role == "master":
             argv += ["--db", self.db_url]
         else:
