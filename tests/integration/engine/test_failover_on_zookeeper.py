@@ -78,6 +78,13 @@ class SlowRun:
     gate: Gate
     instance_id: int
 
+    async def owner(self) -> tuple[Master, Master, Cluster]:
+        """The master driving the instance (usually a, which wrote the command; b may have
+        claimed it in its slot), the other one and the API of the other one."""
+        if await owner_epoch(self.a, self.instance_id) == self.a.epoch:
+            return self.a, self.b, self.api_b
+        return self.b, self.a, self.api_a
+
 
 async def slow_run(zk_cluster: ZkCluster, tmp_path: Path, failover_delay: float) -> SlowRun:
     a = await zk_cluster.master(failover_delay=failover_delay)
@@ -128,10 +135,9 @@ async def test_a_master_that_lost_its_session_comes_back_as_a_new_epoch_and_its_
     zk_cluster: ZkCluster, tmp_path: Path
 ) -> None:
     run = await slow_run(zk_cluster, tmp_path, failover_delay=1.0)
-    a, b, api_b, ledger, gate = run.a, run.b, run.api_b, run.ledger, run.gate
-    started_id = run.instance_id
+    ledger, gate, started_id = run.ledger, run.gate, run.instance_id
+    a, b, api_b = await run.owner()
     old_epoch = a.epoch
-    assert await owner_epoch(a, started_id) == old_epoch
 
     zk_cluster.expire(a)
     async with asyncio.timeout(WAIT_S):
@@ -202,10 +208,7 @@ async def test_a_stopped_master_hands_its_instances_over_without_waiting(
 ) -> None:
     run = await slow_run(zk_cluster, tmp_path, failover_delay=60.0)
     ledger, gate, started_id = run.ledger, run.gate, run.instance_id
-    # Usually a, which wrote the command; b may have claimed it in its slot.
-    a_owns = await owner_epoch(run.a, started_id) == run.a.epoch
-    owner, survivor = (run.a, run.b) if a_owns else (run.b, run.a)
-    api = run.api_b if a_owns else run.api_a
+    owner, survivor, api = await run.owner()
 
     await owner.stop()
     gate.open()
