@@ -8,6 +8,8 @@ it afterwards. An unreachable server fails the test: a silently skipped database
 - ``pg_url`` / ``mysql_url``: one fresh database per test session, shared by the tests that ask.
 - ``db_url``: every test that takes it runs three times (ids ``sqlite``, ``postgresql``,
   ``mariadb``), each time on a fresh, empty database. Creating one costs milliseconds.
+
+Processes a test starts die with pytest, even a SIGKILLed one: :mod:`tests.lifeline`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
+
+from tests import lifeline
 
 PG_URL = os.environ.get(
     "DSCHED_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"
@@ -121,6 +125,13 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _lifeline(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Task process groups recorded by workers under this session's temporary directory (workers
+    inside pytest, and those a test killed) die with pytest, however it ends: tests.lifeline."""
+    lifeline.watch_tree(tmp_path_factory.getbasetemp())
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,9 @@ and dataDir back, so sessions within their timeout survive), ``pause``/``resume`
 the clients' sessions expire if the pause outlasts them) and ``expire_session`` (ends one client's
 session the way ZooKeeper does after its timeout).
 
-A JVM must never outlive the tests: ``close`` kills the process group, and an ``atexit`` hook does
-the same for every server still running when the interpreter exits.
+A JVM must never outlive the tests: ``close`` kills the process group, an ``atexit`` hook does the
+same for every server still running when the interpreter exits, and the lifeline
+(:mod:`tests.lifeline`) when pytest is killed.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from tests import lifeline
 from tests.conftest import free_port
 
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
@@ -121,6 +123,7 @@ class ZooKeeperServer:
             cwd=self.run_dir,
             start_new_session=True,  # its own process group, so kill/pause reach the whole JVM
         )
+        lifeline.guard(self._proc)
         self._paused = False
         _running.add(self)
         try:

@@ -15,7 +15,8 @@ and pid. Fault hooks:
 - ``cluster.zk.kill()`` / ``cluster.zk.restart()`` (see :mod:`tests.zk`).
 
 :meth:`Cluster.close` kills everything it started (member groups, task groups the ledger names,
-ZooKeeper), bounded, and on failure prints the tail of every member's log.
+ZooKeeper), bounded, and on failure prints the tail of every member's log. Should pytest itself
+die, :mod:`tests.lifeline` kills them.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from typing import IO, Literal
 
 from dsched import Client, Unavailable
 from dsched.server.constants import FAILOVER_DELAY_S, REGISTRY_SESSION_TIMEOUT_S
+from tests import lifeline
 from tests.cluster.db import Database
 from tests.cluster.deaths import DeathWatch
 from tests.cluster.ledger import TaskLedger
@@ -298,6 +300,7 @@ class Cluster:
             cwd=data_dir,
             start_new_session=True,
         )
+        lifeline.guard(proc)  # with its tasks, should pytest die
         member = Member(role, name, proc, data_dir, log_path, log_file)
         self.members.append(member)
         return member

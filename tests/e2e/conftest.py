@@ -31,6 +31,7 @@ from typing import IO, TypeVar
 import pytest
 
 from dsched import Client, InstanceEvent, TaskInstance, TaskState, WorkflowInstance
+from tests import lifeline
 from tests.conftest import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -130,6 +131,7 @@ def start_standalone(
             else clean_env(DSCHED_LOG_LEVEL="INFO", DSCHED_CPU_THRESHOLD="1"),
             cwd=data_dir,
         )
+        lifeline.guard(proc)
         server = Standalone(proc, chosen, data_dir, output_path, out)
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from dsched import Client, NotFound, Shell, TaskState, Workflow, WorkflowState
+from tests import lifeline
 from tests.conftest import free_port
 from tests.e2e.conftest import (
     DSCHED,
@@ -51,6 +52,7 @@ def test_logs_and_logs_follow(
         env=clean_env(),
         cwd=REPO,
     )
+    lifeline.guard(follow)
     lines: queue.Queue[str | None] = queue.Queue()
 
     def pump() -> None:

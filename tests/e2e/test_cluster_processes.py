@@ -23,6 +23,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from dsched import Client, Shell, TaskState, Workflow, WorkflowState
+from tests import lifeline
 from tests.conftest import free_port
 from tests.e2e.conftest import (
     DSCHED,
@@ -127,6 +128,7 @@ def launch(role: str, run_dir: Path, *args: str) -> ServerProcess:
         env=clean_env(DSCHED_HEARTBEAT_INTERVAL="1", DSCHED_CPU_THRESHOLD="1"),
         cwd=run_dir,
     )
+    lifeline.guard(proc)
     return ServerProcess(role, proc, out_path, err_path, (out, err))
 
 

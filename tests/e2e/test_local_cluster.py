@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from dsched import Client, Shell, Workflow, WorkflowState
+from tests import lifeline
 from tests.conftest import free_port
 from tests.e2e.conftest import DSCHED, REPO, alive, clean_env, cli, parse_table
 from tests.zk import four_letter_word
@@ -21,14 +22,24 @@ READY_RE = re.compile(r"dsched (master|worker) is up: address (\S+), .*pid (\d+)
 
 
 def script(name: str, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    """Runs ``deploy/local-cluster/NAME``. The servers it starts detach from it (sessions of their
+    own): the lifeline knows them by the pid files, and the script itself as its parent."""
+    lifeline.watch_pidfiles(Path(env["DSCHED_CLUSTER_DIR"]) / "pids")
+    with subprocess.Popen(
         [str(SCRIPTS / name)],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=timeout,
         env=env,
         stdin=subprocess.DEVNULL,
-    )
+    ) as proc:
+        lifeline.guard(proc)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def time_wait_ports(ports: set[int]) -> set[int]:

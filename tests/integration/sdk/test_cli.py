@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import lifeline
 from tests.integration.sdk.conftest import Fake
 
 DSCHED = Path(sys.executable).parent / "dsched"
@@ -217,6 +218,7 @@ def test_ctrl_c_exits_130_without_traceback(fake: Fake, tmp_path: Path) -> None:
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env()
     )
+    lifeline.guard(proc)
     assert proc.stdout is not None
     try:
         lines = [proc.stdout.readline() for _ in range(6)]  # header + 5 events, then it waits

@@ -13,6 +13,7 @@ from dsched.server.coord.registry import ConnectionState
 from dsched.v1 import resources_pb2
 from dsched.worker.execution import TaskEventType
 from dsched.worker.orphans import ProcessRecords
+from tests import lifeline
 from tests.integration.worker.conftest import Harness
 
 
@@ -70,7 +71,9 @@ async def test_tasks_get_the_worker_identity_and_fencing_token(harness: Harness)
 
 
 def _spawn_group(*argv: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(argv, start_new_session=True)
+    proc = subprocess.Popen(argv, start_new_session=True)
+    lifeline.guard(proc)
+    return proc
 
 
 async def test_leftover_process_groups_of_an_earlier_run_are_killed(
