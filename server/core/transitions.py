@@ -27,8 +27,6 @@ WORKFLOW_TRANSITIONS: Mapping[WorkflowState, frozenset[WorkflowState]] = {
     W.STOPPED: frozenset({W.SUBMITTED, W.SUCCEEDED}),
     W.FAILED: frozenset({W.SUBMITTED, W.SUCCEEDED}),
     W.SUCCEEDED: frozenset({W.SUBMITTED}),
-    W.SERIAL_WAIT: frozenset({W.SUBMITTED, W.STOPPED}),
-    W.WAIT_TO_RUN: frozenset({W.SUBMITTED, W.STOPPED}),
     # a surviving master re-claims it and restores the state it had
     W.FAILOVER: frozenset({W.RUNNING, W.READY_PAUSE, W.READY_STOP}),
 }
@@ -60,7 +58,7 @@ TASK_TRANSITIONS: Mapping[TaskState, frozenset[TaskState]] = {
 # What clients may ask for, by current state.
 CAN_PAUSE = frozenset({W.RUNNING})
 CAN_STOP_VIA_OWNER = frozenset({W.RUNNING, W.READY_PAUSE})
-CAN_STOP_IN_STORE = frozenset({W.SUBMITTED, W.PAUSED, W.SERIAL_WAIT, W.WAIT_TO_RUN})
+CAN_STOP_IN_STORE = frozenset({W.SUBMITTED, W.PAUSED})
 CAN_RESUME = frozenset({W.PAUSED})
 CAN_RERUN = frozenset({W.SUCCEEDED, W.FAILED, W.STOPPED, W.PAUSED})
 CAN_RECOVER_FAILED = frozenset({W.FAILED, W.STOPPED})

@@ -18,8 +18,6 @@ class WorkflowState(StrEnum):
     STOPPED = "STOPPED"
     FAILED = "FAILED"
     SUCCEEDED = "SUCCEEDED"
-    SERIAL_WAIT = "SERIAL_WAIT"
-    WAIT_TO_RUN = "WAIT_TO_RUN"
     FAILOVER = "FAILOVER"
 
     @property

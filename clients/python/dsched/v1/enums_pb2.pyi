@@ -15,8 +15,6 @@ class WorkflowInstanceState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     WORKFLOW_INSTANCE_STATE_STOPPED: _ClassVar[WorkflowInstanceState]
     WORKFLOW_INSTANCE_STATE_FAILED: _ClassVar[WorkflowInstanceState]
     WORKFLOW_INSTANCE_STATE_SUCCEEDED: _ClassVar[WorkflowInstanceState]
-    WORKFLOW_INSTANCE_STATE_SERIAL_WAIT: _ClassVar[WorkflowInstanceState]
-    WORKFLOW_INSTANCE_STATE_WAIT_TO_RUN: _ClassVar[WorkflowInstanceState]
     WORKFLOW_INSTANCE_STATE_FAILOVER: _ClassVar[WorkflowInstanceState]
 
 class TaskInstanceState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
@@ -133,8 +131,6 @@ WORKFLOW_INSTANCE_STATE_READY_STOP: WorkflowInstanceState
 WORKFLOW_INSTANCE_STATE_STOPPED: WorkflowInstanceState
 WORKFLOW_INSTANCE_STATE_FAILED: WorkflowInstanceState
 WORKFLOW_INSTANCE_STATE_SUCCEEDED: WorkflowInstanceState
-WORKFLOW_INSTANCE_STATE_SERIAL_WAIT: WorkflowInstanceState
-WORKFLOW_INSTANCE_STATE_WAIT_TO_RUN: WorkflowInstanceState
 WORKFLOW_INSTANCE_STATE_FAILOVER: WorkflowInstanceState
 TASK_INSTANCE_STATE_UNSPECIFIED: TaskInstanceState
 TASK_INSTANCE_STATE_SUBMITTED: TaskInstanceState
