@@ -45,6 +45,8 @@ from dsched.server.config_values import (
     parse_registry,
 )
 from dsched.server.constants import (
+    DEFAULT_CLUSTER_PORT,
+    DEFAULT_MASTER_CAPACITY,
     DEFAULT_MASTER_PORT,
     DEFAULT_WORKER_GROUP,
     DEFAULT_WORKER_PORT,
@@ -85,7 +87,9 @@ class Settings:
     """Everything a dsched server is configured with. :func:`load_settings` builds and validates it;
     constructing it directly (tests) trusts the caller.
 
-    An empty ``db_url`` means the SQLite file ``<data_dir>/dsched.db``. ``db_url`` and
+    A master serves clients on ``host:port`` and workers on ``cluster_host:cluster_port`` (the
+    cluster listener; an empty ``cluster_host`` means ``host``). An empty ``db_url`` means the
+    SQLite file ``<data_dir>/dsched.db``. ``db_url`` and
     ``registry_auth`` are kept out of ``repr`` because they may hold a password: log
     :attr:`safe_db_url` instead. ``registry_session_timeout`` is the ZooKeeper session timeout in
     seconds: how long a server may be out of touch before its members vanish and others take over.
@@ -100,6 +104,9 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = DEFAULT_MASTER_PORT
     worker_port: int = 0
+    cluster_host: str = ""
+    cluster_port: int = DEFAULT_CLUSTER_PORT
+    master_capacity: int = DEFAULT_MASTER_CAPACITY
     db_url: str = field(default="", repr=False)
     registry: str = EMBEDDED_REGISTRY
     registry_session_timeout: float = REGISTRY_SESSION_TIMEOUT_S
@@ -183,11 +190,23 @@ class _Option:
     help: str = ""
 
 
+_MASTERS: tuple[Role, ...] = ("standalone", "master")
 _OPTIONS = (
     _Option("data_dir", Path, "--data-dir", help="data directory (default ~/.dsched)"),
     _Option("host", str, "--host", help="address to bind and advertise (default 127.0.0.1)"),
     _Option("port", int, "--port", help="gRPC port (0: any free port)"),
     _Option("worker_port", int, "--worker-port", ("standalone",), "embedded worker's port"),
+    _Option(
+        "cluster_host",
+        str,
+        "--cluster-host",
+        _MASTERS,
+        "address of the listener for workers (default: --host; standalone: 127.0.0.1)",
+    ),
+    _Option(
+        "cluster_port", int, "--cluster-port", _MASTERS, "port of the listener for workers (0: any)"
+    ),
+    _Option("master_capacity", int, "--capacity", _MASTERS, "instances driven before BUSY"),
     _Option("db_url", str, "--db", ("standalone", "master"), "database URL (default SQLite)"),
     _Option("registry", str, "--registry", help='"embedded" or ZooKeeper hosts[/chroot]'),
     _Option("registry_session_timeout", float),
@@ -280,11 +299,16 @@ def _defaults(role: Role) -> dict[str, _Raw]:
     """Role-dependent defaults, as raw values so that they pass the same checks as the others."""
     port = DEFAULT_WORKER_PORT if role == "worker" else DEFAULT_MASTER_PORT
     registry = EMBEDDED_REGISTRY if role == "standalone" else DEFAULT_ZOOKEEPER
-    return {
+    defaults = {
         "data_dir": _Raw("~/.dsched", "default"),
         "port": _Raw(port, "default"),
         "registry": _Raw(registry, "default"),
     }
+    if role == "standalone":
+        # Its only worker is in-process: the cluster listener stays on loopback, on any free port.
+        defaults["cluster_host"] = _Raw("127.0.0.1", "default")
+        defaults["cluster_port"] = _Raw(0, "default")
+    return defaults
 
 
 def _read_file(
@@ -332,6 +356,10 @@ def _cross_checks(
     port, worker_port = values.get("port"), values.get("worker_port")
     if role == "standalone" and port and port == worker_port:
         out.append(FieldViolation(raw["worker_port"].source, f"must differ from port {port}"))
+    cluster_port = values.get("cluster_port", DEFAULT_CLUSTER_PORT)
+    if role != "worker" and cluster_port and cluster_port in (port, worker_port):
+        where = raw["cluster_port"].source if "cluster_port" in raw else "default cluster_port"
+        out.append(FieldViolation(where, f"must differ from the other ports ({cluster_port})"))
     return out
 
 

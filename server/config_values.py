@@ -161,6 +161,10 @@ def _check_host(value: object) -> object:
     return text
 
 
+def _check_cluster_host(value: object) -> object:
+    return value if value == "" else _check_host(value)
+
+
 def _check_group(value: object) -> object:
     text = str(value)
     if len(text) > MAX_WORKER_GROUP_LENGTH or not WORKER_GROUP_RE.match(text):
@@ -216,6 +220,9 @@ _CHECKS: dict[str, Callable[[object], object]] = {
     "host": _check_host,
     "port": _in_range(0, 65535),
     "worker_port": _in_range(0, 65535),
+    "cluster_host": _check_cluster_host,
+    "cluster_port": _in_range(0, 65535),
+    "master_capacity": _in_range(1, 10_000_000),
     "db_url": _check_db_url,
     "registry": _check_registry,
     "registry_session_timeout": _in_range(2, 60),

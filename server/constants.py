@@ -11,9 +11,13 @@ LOCKS_PATH = "/locks"  # lock nodes "/locks/<name>"
 EPOCHS_PATH = "/epochs"  # sequential nodes that hand out worker epochs
 ELECTIONS_PATH = "/elections"  # leader elections "/elections/<name>", queued like locks
 
-DEFAULT_MASTER_PORT = 5678
+DEFAULT_MASTER_PORT = 5678  # the client listener: MasterService, the LogService proxy
+# The cluster listener: TaskEventService, which only workers may call (ARCHITECTURE.md §1).
+DEFAULT_CLUSTER_PORT = 5679
 DEFAULT_WORKER_PORT = 1234
 DEFAULT_WORKER_GROUP = "default"
+# Workflow instances a master drives at once before it reports BUSY and stops claiming.
+DEFAULT_MASTER_CAPACITY = 10_000
 
 HEARTBEAT_INTERVAL_S = 5.0
 # Liveness defaults (ARCHITECTURE.md §4). A member killed outright is taken over about one session

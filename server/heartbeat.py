@@ -5,7 +5,8 @@ Three parts, kept apart so that the logic is testable without a real host:
 - :func:`sample_host` reads the host through psutil (the one psutil seam, off the event loop).
 - :func:`status_for` turns a sample, the thresholds and the slot count into NORMAL or BUSY.
 - :func:`encode_heartbeat` / :func:`decode_heartbeat` convert :class:`HeartbeatInfo` to and from the
-  ``dsched.v1.Heartbeat`` bytes stored as node data (the one proto seam for heartbeats).
+  ``dsched.v1.RegistryNode`` bytes stored as node data (the one proto seam for heartbeats). It is
+  cluster-internal: it holds the fencing epoch, which clients never see (ARCHITECTURE.md §4).
 
 Usages are fractions in 0..1. The BUSY rule is DolphinScheduler's (``isOverload``: a usage
 *strictly* above its threshold), plus "all slots taken" for workers. DolphinScheduler's thresholds
@@ -29,7 +30,7 @@ import psutil
 from google.protobuf.message import DecodeError
 
 from dsched.errors import FieldViolation, InvalidArgument
-from dsched.v1 import enums_pb2, resources_pb2
+from dsched.v1 import enums_pb2, registry_pb2
 
 
 class ServerStatus(StrEnum):
@@ -81,6 +82,7 @@ class HeartbeatInfo:
     epoch: int
     pid: int
     queued: int = 0  # attempts waiting for a slot (workers)
+    cluster_address: str = ""  # masters: where workers report; "" from masters before it existed
 
     @classmethod
     def from_sample(
@@ -95,6 +97,7 @@ class HeartbeatInfo:
         epoch: int,
         pid: int,
         queued: int = 0,
+        cluster_address: str = "",
     ) -> HeartbeatInfo:
         """A heartbeat for ``sample`` with the status :func:`status_for` gives it."""
         return cls(
@@ -110,6 +113,7 @@ class HeartbeatInfo:
             epoch=epoch,
             pid=pid,
             queued=queued,
+            cluster_address=cluster_address,
         )
 
 
@@ -178,8 +182,8 @@ def _fraction(value: float) -> float:
 
 
 def encode_heartbeat(info: HeartbeatInfo) -> bytes:
-    """The ``dsched.v1.Heartbeat`` bytes of ``info``."""
-    message = resources_pb2.Heartbeat(
+    """The ``dsched.v1.RegistryNode`` bytes of ``info``."""
+    message = registry_pb2.RegistryNode(
         cpu_usage=info.cpu_usage,
         memory_usage=info.memory_usage,
         load_average=info.load_average,
@@ -190,6 +194,7 @@ def encode_heartbeat(info: HeartbeatInfo) -> bytes:
         epoch=info.epoch,
         pid=info.pid,
         queued=info.queued,
+        cluster_address=info.cluster_address,
     )
     message.start_time.FromDatetime(info.start_time)
     message.report_time.FromDatetime(info.report_time)
@@ -201,9 +206,10 @@ def decode_heartbeat(data: bytes) -> HeartbeatInfo:
 
     Raises :class:`~dsched.errors.InvalidArgument` for bytes that are not a heartbeat, a status that
     is not NORMAL or BUSY (so an empty node is not mistaken for an idle server) or usages that are
-    not finite numbers. Callers skip such members.
+    not finite numbers. Callers skip such members. Nodes written before ``cluster_address`` existed
+    parse with it empty.
     """
-    message = resources_pb2.Heartbeat()
+    message = registry_pb2.RegistryNode()
     try:
         message.ParseFromString(data)
     except DecodeError as exc:
@@ -233,4 +239,5 @@ def decode_heartbeat(data: bytes) -> HeartbeatInfo:
         epoch=message.epoch,
         pid=message.pid,
         queued=message.queued,
+        cluster_address=message.cluster_address,
     )

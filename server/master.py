@@ -1,14 +1,21 @@
 """A master process: the gRPC API, command consumption, the DAG engine, dispatch and failover.
 
-Start order: store (migrated) -> gRPC server (to learn the bound address) -> a new epoch -> worker
-directory and dispatcher -> registration in the registry -> failover (recovery of instances whose
-owner epoch is dead, then watching the members) -> command consumer.
+Start order: store (migrated) -> gRPC servers (to learn the bound addresses) -> a new epoch ->
+worker directory and dispatcher -> registration in the registry -> failover (recovery of instances
+whose owner epoch is dead, then watching the members) -> command consumer.
 
 Registry connection (ARCHITECTURE.md §4): SUSPENDED pauses claiming and dispatching. LOST means
 other masters may be taking this incarnation's instances over: the master drops every instance it
 drives (its writes would be refused by the store anyway), takes a new epoch once reconnected,
 registers again and hands the old epoch's instances over for recovery at once (it knows they are
 orphans).
+
+Two listeners (ARCHITECTURE.md §1): clients call ``MasterService`` and the ``LogService`` proxy on
+``host:port`` (the master's identity: its registry node, the owner host of its instances); workers
+report task events to ``TaskEventService`` on ``cluster_host:cluster_port``, which the master names
+in every dispatch and take-over and publishes in its registry node so that other masters can
+redirect workers to it. Until calls are authenticated, the cluster listener is what keeps clients
+from forging task results: only cluster members may reach it.
 
 ``stop`` (SIGTERM) stops claiming, stops the runners, hands their instances over (so a surviving
 master resumes them at once) and deregisters, each step bounded
@@ -34,6 +41,8 @@ from dsched.server.api.master_servicer import MasterServicer
 from dsched.server.api.task_events import TaskEventServicer
 from dsched.server.clock import SystemClock
 from dsched.server.constants import (
+    DEFAULT_CLUSTER_PORT,
+    DEFAULT_MASTER_CAPACITY,
     DEFAULT_MASTER_PORT,
     DEFAULT_WORKER_GROUP,
     FAILOVER_DELAY_S,
@@ -74,7 +83,6 @@ from dsched.v1 import (
 log = logging.getLogger(__name__)
 
 VERSION = "0.1.0"
-MASTER_CAPACITY = 10_000  # instances a master drives before it reports BUSY
 _RETRY = Backoff(initial=0.2, maximum=5.0)
 # Bounds of the steps of a stop (seconds), within the shutdown's budget. _TAIL_S is kept for what
 # is stopped after the master (the registry session).
@@ -83,6 +91,13 @@ _UNREGISTER_S = 3.0
 _CLOSE_DB_S = 2.0
 _UNWIND_S = 1.0
 _TAIL_S = 1.0
+# What each listener serves besides health and reflection (ARCHITECTURE.md §1). No answer of a
+# client service may carry a fencing token; a test walks their descriptors.
+CLIENT_SERVICES = (
+    master_service_pb2.DESCRIPTOR.services_by_name["MasterService"],
+    log_service_pb2.DESCRIPTOR.services_by_name["LogService"],
+)
+CLUSTER_SERVICES = (task_event_service_pb2.DESCRIPTOR.services_by_name["TaskEventService"],)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,6 +106,9 @@ class MasterOptions:
     data_dir: Path
     host: str = "127.0.0.1"
     port: int = DEFAULT_MASTER_PORT
+    cluster_host: str = ""  # "" means host
+    cluster_port: int = DEFAULT_CLUSTER_PORT
+    capacity: int = DEFAULT_MASTER_CAPACITY  # instances it drives before it reports BUSY
     default_group: str = DEFAULT_WORKER_GROUP
     host_selector: str = "lower_weight"
     warmup: timedelta = timedelta(minutes=10)
@@ -116,17 +134,20 @@ class Master:
         )
         self.dispatcher = Dispatcher(self.workers)
         self.address = ""
+        self.cluster_address = ""
         self.epoch = 0
         self.start_time = self.clock.now()
         self.services: EngineServices | None = None
         self.consumer: CommandConsumer | None = None
         self._serving: Serving | None = None
+        self._cluster_serving: Serving | None = None
         self._task_events: TaskEventServicer | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._registered = False
         self._busy = False
         self._connected = asyncio.Event()
         self._masters: list[str] = []  # live master addresses, sorted: the command slots
+        self._cluster_addresses: dict[str, str] = {}  # live master address -> cluster listener
         self._cancel_watch: object = None
         self.failover: Failover | None = None
         self._reincarnating: asyncio.Task[None] | None = None
@@ -150,6 +171,7 @@ class Master:
             registry=self.registry,
             metrics=EngineMetrics(),
             address="",
+            owner_cluster_address=self._owner_cluster_address,
             epoch=lambda: self.epoch,
             start_time=self.start_time,
             version=VERSION,
@@ -157,11 +179,15 @@ class Master:
             ready=_noop,
         )
         task_events = self._task_events = TaskEventServicer(ctx)
-        self._serving = Serving(
-            _services(ctx, task_events), f"{self.options.host}:{self.options.port}"
-        )
+        self._serving = Serving(_client_services(ctx), f"{self.options.host}:{self.options.port}")
         port = await self._serving.start()
         self.address = ctx.address = f"{self.options.host}:{port}"
+        cluster_host = self.options.cluster_host or self.options.host
+        self._cluster_serving = Serving(
+            _cluster_services(task_events), f"{cluster_host}:{self.options.cluster_port}"
+        )
+        cluster_port = await self._cluster_serving.start()
+        self.cluster_address = f"{cluster_host}:{cluster_port}"
         async with self.db.transaction() as conn:
             self.epoch = await servers.new_epoch(conn, "MASTER", self.address, self.clock.now())
         self.services = EngineServices(
@@ -171,6 +197,7 @@ class Master:
             workers=self.workers,
             notifier=self.notifier,
             address=self.address,
+            cluster_address=self.cluster_address,
             epoch=self.epoch,
             default_group=self.options.default_group,
             reload=self._reload,
@@ -200,7 +227,12 @@ class Master:
         self._heartbeat_task = asyncio.create_task(self._heartbeat_loop(), name="master-heartbeat")
         await self.failover.start()
         await self.consumer.start()
-        log.info("master %s started (epoch %s)", self.address, self.epoch)
+        log.info(
+            "master %s started (epoch %s); workers report to %s",
+            self.address,
+            self.epoch,
+            self.cluster_address,
+        )
 
     async def stop(self, grace: float = 5.0, *, shutdown: Shutdown | None = None) -> None:
         """Stops as the module says. Every step is bounded by ``shutdown`` (default: a new one of
@@ -211,8 +243,9 @@ class Master:
         self._stopping = True
         driving = len(self.runners)
         await shutdown.step("stop claiming", self._stop_claiming(), reserve=_TAIL_S)
-        if self._serving is not None:
-            await self._serving.health.enter_graceful_shutdown()
+        for serving in (self._serving, self._cluster_serving):
+            if serving is not None:
+                await serving.health.enter_graceful_shutdown()
         # End open streams (watches, worker event streams) before the server has to cancel them.
         self.notifier.close()
         if self._task_events is not None:
@@ -245,9 +278,10 @@ class Master:
             await shutdown.step(what, leaving, limit=limit, reserve=_TAIL_S)
         await shutdown.step("close the worker channels", self.workers.stop(), reserve=_TAIL_S)
         closing_db = shutdown.share(_CLOSE_DB_S, 0.1)
-        if self._serving is not None:
+        servings = [s for s in (self._serving, self._cluster_serving) if s is not None]
+        if servings:
             calls_grace = shutdown.budget(grace, reserve=_TAIL_S + closing_db + _UNWIND_S)
-            calls = self._serving.stop(calls_grace)
+            calls = asyncio.gather(*(serving.stop(calls_grace) for serving in servings))
             await shutdown.step("end the calls in progress", calls, reserve=_TAIL_S + closing_db)
         closing = self.db.stop(close=database_answers)
         await shutdown.step("close the database", closing, limit=closing_db, reserve=_TAIL_S)
@@ -275,9 +309,16 @@ class Master:
             return self._masters.index(self.address), len(self._masters)
         return 0, 1
 
+    def _owner_cluster_address(self, address: str) -> str:
+        """Where workers report to the live master ``address``; "" if it is not live."""
+        if address == self.address:
+            return self.cluster_address
+        return self._cluster_addresses.get(address, "")
+
     def _on_masters(self, children: Mapping[str, bytes]) -> None:
         # The slots go to the masters that claim: a BUSY one's share moves to the others at once.
         self._masters = sorted(a for a, data in children.items() if not _busy_node(data))
+        self._cluster_addresses = {a: _cluster_address(a, data) for a, data in children.items()}
         self.notifier.notify_commands()  # the slots moved: look at the queue again
         if self.failover is not None:
             self.failover.on_masters(children)
@@ -341,12 +382,13 @@ class Master:
         return HeartbeatInfo.from_sample(
             sample,
             thresholds=self.options.thresholds,
-            slots_total=MASTER_CAPACITY,
+            slots_total=self.options.capacity,
             slots_in_use=len(self.runners),
             start_time=self.start_time,
             report_time=self.clock.now(),
             epoch=self.epoch,
             pid=os.getpid(),
+            cluster_address=self.cluster_address,
         )
 
     async def _heartbeat_loop(self) -> None:
@@ -380,24 +422,42 @@ def _busy_node(data: bytes) -> bool:
         return False  # unreadable: keep its slot (the steal after STEAL_AFTER_S covers it)
 
 
+def _cluster_address(address: str, data: bytes) -> str:
+    """The cluster listener of the master registered as ``address``. A node without one was
+    written by a master that served workers on its client address; an unreadable one gets ""."""
+    try:
+        return decode_heartbeat(data).cluster_address or address
+    except DschedError:
+        return ""
+
+
 async def _noop() -> None:
     return None
 
 
-def _services(ctx: MasterContext, task_events: TaskEventServicer) -> list[Service]:
+def _cluster_services(task_events: TaskEventServicer) -> list[Service]:
+    """What only cluster members call: served on the cluster listener alone."""
+    [task_event_service] = CLUSTER_SERVICES
     return [
         Service(
-            master_service_pb2.DESCRIPTOR.services_by_name["MasterService"].full_name,
+            task_event_service.full_name,
+            task_events,
+            task_event_service_pb2_grpc.add_TaskEventServiceServicer_to_server,
+        )
+    ]
+
+
+def _client_services(ctx: MasterContext) -> list[Service]:
+    """What clients call: served on the client listener, which serves nothing else."""
+    master_service, log_service = CLIENT_SERVICES
+    return [
+        Service(
+            master_service.full_name,
             MasterServicer(ctx),
             master_service_pb2_grpc.add_MasterServiceServicer_to_server,
         ),
         Service(
-            task_event_service_pb2.DESCRIPTOR.services_by_name["TaskEventService"].full_name,
-            task_events,
-            task_event_service_pb2_grpc.add_TaskEventServiceServicer_to_server,
-        ),
-        Service(
-            log_service_pb2.DESCRIPTOR.services_by_name["LogService"].full_name,
+            log_service.full_name,
             LogProxy(ctx),
             log_service_pb2_grpc.add_LogServiceServicer_to_server,
         ),

@@ -7,10 +7,12 @@ and test harnesses rely on this contract:
 
 * Ready: exactly one line on stdout, flushed, once the server serves and is registered::
 
-    dsched master is up: address 127.0.0.1:40123, epoch 7, pid 12345
-    dsched worker is up: address 127.0.0.1:40125, group default, epoch 3, pid 12346
+    dsched master is up: address 127.0.0.1:5678, cluster address 127.0.0.1:5679, epoch 7, pid 123
+    dsched worker is up: address 127.0.0.1:1234, group default, epoch 3, pid 124
 
-  ``--port 0`` binds any free port; the address printed (and advertised) is the bound one.
+  ``--port 0`` binds any free port; the address printed (and advertised) is the bound one. A
+  master's ``address`` is its client listener, ``cluster address`` the listener its workers report
+  to (``--cluster-port 0`` binds any free port too).
 * SIGTERM or SIGINT: ``dsched <role>: shutting down``, a graceful stop (a master stops claiming and
   hands its instances over, a worker gives running tasks what the budget allows, both leave the
   registry so their members vanish at once), then ``dsched <role>: stopped`` and exit status 0.
@@ -167,6 +169,9 @@ def master_options(settings: Settings) -> MasterOptions:
         data_dir=settings.data_dir,
         host=settings.host,
         port=settings.port,
+        cluster_host=settings.cluster_host,
+        cluster_port=settings.cluster_port,
+        capacity=settings.master_capacity,
         default_group=settings.worker_group,
         host_selector=settings.host_selector,
         warmup=timedelta(seconds=settings.warmup_seconds),
@@ -189,7 +194,10 @@ class MasterProcess(ServerProcess):
 
     def ready_line(self) -> str:
         m = self.master
-        return f"dsched master is up: address {m.address}, epoch {m.epoch}, pid {os.getpid()}"
+        return (
+            f"dsched master is up: address {m.address}, cluster address {m.cluster_address}, "
+            f"epoch {m.epoch}, pid {os.getpid()}"
+        )
 
     def describe(self, what: str, exc: Exception) -> str:
         # SQLAlchemy wraps what the database said; a server that never answered surfaces as the

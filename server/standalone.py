@@ -1,10 +1,12 @@
 """``dsched standalone``: a master and a worker in one process, over an embedded registry.
 
 Each has its own session on the embedded registry, over SQLite in the data directory: the same code
-paths and gRPC calls as a cluster. Start-up, the ready line, signals and exit statuses are those of
-every server process (:mod:`dsched.server.processes`): SIGINT and SIGTERM stop it cleanly within
-``shutdown_timeout`` (the worker lets running tasks finish for what the budget allows, the master
-stops claiming and hands its instances over, and both deregister before the process exits).
+paths and gRPC calls as a cluster. The master's cluster listener (where the worker reports) is on
+loopback and any free port unless configured. Start-up, the ready line, signals and exit statuses
+are those of every server process (:mod:`dsched.server.processes`): SIGINT and SIGTERM stop it
+cleanly within ``shutdown_timeout`` (the worker lets running tasks finish for what the budget
+allows, the master stops claiming and hands its instances over, and both deregister before the
+process exits).
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ class Standalone(ServerProcess):
     def ready_line(self) -> str:
         return (
             f"dsched standalone is up: master {self.master.address} "
-            f"(clients connect here), worker {self.worker.address}, "
+            f"(clients connect here), cluster listener {self.master.cluster_address}, "
+            f"worker {self.worker.address}, "
             f"data in {self.settings.data_dir}, pid {os.getpid()}"
         )
 

@@ -16,7 +16,10 @@ Environment (defaults in brackets):
 
 * ``DSCHED_CLUSTER_DIR``: run directory [/tmp/dsched-local-cluster]
 * ``DSCHED_CLUSTER_ZK_PORT``: ZooKeeper's client port [2181 if free, else any free port]
-* ``DSCHED_CLUSTER_MASTER_PORTS`` / ``DSCHED_CLUSTER_WORKER_PORTS``: [5678 5679] / [1234 1235 1236]
+* ``DSCHED_CLUSTER_MASTER_PORTS``: one ``CLIENT:CLUSTER`` pair per master, the ports of its client
+  listener and of its cluster listener (where workers report); a bare ``CLIENT`` gives the cluster
+  listener any free port [5678:5679 5680:5681]
+* ``DSCHED_CLUSTER_WORKER_PORTS``: one port per worker [1234 1235 1236]
 * ``DSCHED_CLUSTER_DB_URL``: the metadata database
   [postgresql://postgres@127.0.0.1:5432/dsched_local]; created if missing
 * ``DSCHED_BIN``: the ``dsched`` executable [<repo>/.venv/bin/dsched, else the one on PATH]
@@ -270,13 +273,24 @@ def ports(name: str, default: str) -> list[int]:
     return [int(p) for p in env(name, default).replace(",", " ").split()]
 
 
+def master_ports() -> dict[int, int]:
+    """Client port -> cluster port (0: any free port) of each master."""
+    pairs = env("DSCHED_CLUSTER_MASTER_PORTS", "5678:5679 5680:5681").replace(",", " ").split()
+    out = {}
+    for pair in pairs:
+        client, _, cluster = pair.partition(":")
+        out[int(client)] = int(cluster or 0)
+    return out
+
+
 def start_servers(role: str, args_of: dict[int, list[str]]) -> list[str]:
     """Starts one ``dsched ROLE`` per port, then waits for each ready line; returns them."""
     logs: dict[int, tuple[Path, int]] = {}
     for port, args in args_of.items():
-        if not port_free(port):
+        taken = [p for p in (port, *cluster_port_of(args)) if p and not port_free(p)]
+        if taken:
             variable = f"DSCHED_CLUSTER_{role.upper()}_PORTS"
-            raise Failure(f"port {port} for a {role} is taken: set {variable}")
+            raise Failure(f"port {taken[0]} for a {role} is taken: set {variable}")
         data = run_dir() / f"{role}-{port}"
         argv = [dsched_bin(), role, "--host", "127.0.0.1", "--port", str(port), "--data-dir"]
         log = data / "dsched.log"
@@ -303,23 +317,30 @@ def start_servers(role: str, args_of: dict[int, list[str]]) -> list[str]:
     return lines
 
 
+def cluster_port_of(args: list[str]) -> list[int]:
+    return [int(args[i + 1]) for i, a in enumerate(args[:-1]) if a == "--cluster-port"]
+
+
 def up() -> None:
     if any(alive(pid, name) for name, pid in recorded().items()):
         raise Failure(f"a local cluster already runs from {run_dir()}: run down first")
     run_dir().mkdir(parents=True, exist_ok=True)
     db = env("DSCHED_CLUSTER_DB_URL", "postgresql://postgres@127.0.0.1:5432/dsched_local")
-    masters = ports("DSCHED_CLUSTER_MASTER_PORTS", "5678 5679")
+    masters = master_ports()
     workers = ports("DSCHED_CLUSTER_WORKER_PORTS", "1234 1235 1236")
     try:
         ensure_database(db)
         registry = f"127.0.0.1:{start_zookeeper()}{CHROOT}"
-        start_servers("master", {p: ["--registry", registry, "--db", db] for p in masters})
+        common = ["--registry", registry, "--db", db]
+        start_servers(
+            "master", {p: [*common, "--cluster-port", str(c)] for p, c in masters.items()}
+        )
         start_servers("worker", {p: ["--registry", registry] for p in workers})
     except BaseException:
         print("start-up failed: stopping what was started", file=sys.stderr)
         down(quiet=True)
         raise
-    cli = f"{dsched_bin()} --server 127.0.0.1:{masters[0]}"
+    cli = f"{dsched_bin()} --server 127.0.0.1:{next(iter(masters))}"
     example = REPO / "clients" / "python" / "examples" / "etl_pipeline.py"
     print(
         f"\nThe local cluster is up ({run_dir()}). Try:\n"

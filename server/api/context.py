@@ -25,6 +25,9 @@ class MasterContext:
     registry: Registry
     metrics: EngineMetrics
     address: str
+    # The cluster listener of a live master given its address ("" when it is not live): where a
+    # worker is told to send events of instances that master owns.
+    owner_cluster_address: Callable[[str], str]
     epoch: Callable[[], int]
     start_time: datetime
     version: str

@@ -29,6 +29,7 @@ WATCH_DEBOUNCE_S = 0.02
 
 
 def heartbeat(info: HeartbeatInfo) -> resources_pb2.Heartbeat:
+    """The client's view of a registry node: everything but the fencing epoch."""
     return resources_pb2.Heartbeat(
         cpu_usage=info.cpu_usage,
         memory_usage=info.memory_usage,
@@ -40,7 +41,6 @@ def heartbeat(info: HeartbeatInfo) -> resources_pb2.Heartbeat:
         start_time=convert.timestamp(info.start_time),
         report_time=convert.timestamp(info.report_time),
         status=SERVER_STATUS.number(info.status),
-        epoch=info.epoch,
         pid=info.pid,
     )
 
@@ -198,6 +198,7 @@ class QueriesApi:
                         role=enums_pb2.SERVER_ROLE_MASTER,
                         address=address,
                         heartbeat=heartbeat(info),
+                        cluster_address=info.cluster_address,
                     )
                 )
         if request.role in (0, enums_pb2.SERVER_ROLE_WORKER):
@@ -219,7 +220,6 @@ class QueriesApi:
             api_version="dsched.v1",
             role=enums_pb2.SERVER_ROLE_MASTER,
             address=self.ctx.address,
-            epoch=self.ctx.epoch(),
             start_time=convert.timestamp(self.ctx.start_time),
             # Generic over the counters, so ones the engine adds later show up without a change.
             counters={name: int(value) for name, value in asdict(self.ctx.metrics).items()},

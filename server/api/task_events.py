@@ -3,8 +3,11 @@
 A reader task takes request batches off the stream and hands each event to the runner of its
 instance (the runner applies it in order, in a transaction); the response side acknowledges the
 events in the order received, each once its outcome is durable. Events for instances this master
-does not drive are answered from the store: NOT_OWNER with the owner's address, RETRY_LATER while
-an instance waits to be claimed, DUPLICATE or REJECTED_STALE otherwise.
+does not drive are answered from the store: NOT_OWNER with the owner's cluster listener,
+RETRY_LATER while an instance waits to be claimed, DUPLICATE or REJECTED_STALE otherwise.
+
+It is served on the master's cluster listener only (ARCHITECTURE.md §1): whoever may call it can
+report any task's result.
 """
 
 from __future__ import annotations
@@ -110,7 +113,10 @@ class TaskEventServicer(task_event_service_pb2_grpc.TaskEventServiceServicer):
             return Ack(Decision.REJECTED_STALE, "task instance belongs to another instance")
         mine = instance.host == self.ctx.address and instance.epoch == self.ctx.epoch()
         if instance.state in OWNED_STATES and not mine:
-            return Ack(Decision.NOT_OWNER, "instance owned by another master", instance.host)
+            # The worker must send to the owner's cluster listener; "" (owner not live) makes it
+            # retry later, by when failover has moved the instance.
+            owner = self.ctx.owner_cluster_address(instance.host)
+            return Ack(Decision.NOT_OWNER, "instance owned by another master", owner)
         if instance.state in _WAITING or (instance.state in OWNED_STATES and mine):
             return Ack(Decision.RETRY_LATER, "instance is being (re)claimed")
         if ti.state.value == data.type.value:

@@ -149,8 +149,8 @@ class CommandConsumer:
                     workflow_instance_id=instance.id,
                     workflow_state=state,
                     kind=InstanceEventKind.CLAIMED,
-                    message=f"{command.type.value} claimed by {self.s.address} "
-                    f"(epoch {self.s.epoch})",
+                    # No epoch: clients read this, and epochs are fencing tokens.
+                    message=f"{command.type.value} claimed by {self.s.address}",
                 )
             ],
             now,

@@ -665,7 +665,7 @@ class InstanceRunner:
             timeout=task.timeout,
             timeout_strategy=task.timeout_strategy,
             dry_run=self.instance.options.dry_run,
-            owner_address=self.s.address,
+            owner_address=self.s.cluster_address,
             owner_epoch=self.instance.epoch,
             submit_time=track.submit_time,
         )

@@ -57,7 +57,8 @@ class EngineServices:
     dispatcher: Dispatcher
     workers: WorkerDirectory
     notifier: Notifier
-    address: str
+    address: str  # the client listener: this master's identity in the store and the registry
+    cluster_address: str  # the cluster listener, where workers send this master's task events
     epoch: int
     default_group: str
     reload: Callable[[int], None]
@@ -112,7 +113,7 @@ class EngineServices:
                     worker_service_pb2.TakeOverTaskRequest(
                         task_instance_id=ti_id,
                         attempt=attempt,
-                        owner_address=self.address,
+                        owner_address=self.cluster_address,
                         owner_epoch=runner.instance.epoch,
                     ),
                     timeout=WORKER_CALL_TIMEOUT_S,

@@ -35,6 +35,7 @@ from tests.e2e.conftest import (
     wait_for_file_sh,
     wait_for_task,
 )
+from tests.listeners import assert_listeners_split
 from tests.zk import ZooKeeperServer
 
 READY_TIMEOUT_S = 30.0
@@ -42,7 +43,8 @@ STOP_TIMEOUT_S = 60.0
 CONNECT_TIMEOUT_S = 15.0  # ZooKeeperRegistry's default: how long a start waits for ZooKeeper
 READY_RE = re.compile(
     r"^dsched (?P<role>master|worker) is up: address (?P<address>\S+), "
-    r"(?:group (?P<group>\S+), )?epoch (?P<epoch>\d+), pid (?P<pid>\d+)$"
+    r"(?:cluster address (?P<cluster>\S+), )?(?:group (?P<group>\S+), )?"
+    r"epoch (?P<epoch>\d+), pid (?P<pid>\d+)$"
 )
 
 
@@ -56,6 +58,7 @@ class ServerProcess:
     stderr_path: Path
     files: tuple[IO[bytes], IO[bytes]]
     address: str = ""
+    cluster_address: str = ""  # masters: the listener workers report to
     epoch: int = 0
 
     def stdout(self) -> str:
@@ -74,6 +77,8 @@ class ServerProcess:
                 assert match, f"not a ready line: {lines[0]!r}"
                 assert match["role"] == self.role and int(match["pid"]) == self.proc.pid
                 self.address, self.epoch = match["address"], int(match["epoch"])
+                self.cluster_address = match["cluster"] or ""
+                assert bool(self.cluster_address) == (self.role == "master"), lines[0]
                 return
             if self.proc.poll() is not None:
                 break
@@ -113,7 +118,10 @@ class ServerProcess:
 
 
 def launch(role: str, run_dir: Path, *args: str) -> ServerProcess:
-    """Starts ``dsched ROLE ARGS...`` (without waiting for it to be up)."""
+    """Starts ``dsched ROLE ARGS...`` (without waiting for it to be up). A master's cluster
+    listener takes any free port unless ARGS say otherwise (tests run side by side)."""
+    if role == "master" and "--cluster-port" not in args:
+        args = (*args, "--cluster-port", "0")
     run_dir.mkdir(parents=True, exist_ok=True)
     name = f"{role}-{secrets.token_hex(3)}"
     out_path, err_path = run_dir / f"{name}.out", run_dir / f"{name}.err"
@@ -172,11 +180,16 @@ def start_worker(servers: list[ServerProcess], run_dir: Path, registry: str) -> 
 
 
 def members(registry: str) -> dict[str, list[str]]:
-    """The registry's member znodes, read with a client of our own."""
+    """The registry's member znodes, read with a client of our own (none if their parent node was
+    never created)."""
     zk = KazooClient(hosts=registry)  # the chroot is part of the connect string
     zk.start(timeout=10)
     try:
-        return {kind: zk.get_children(f"/nodes/{kind}") for kind in ("masters", "workers")}
+        return {
+            kind: zk.get_children(path) if zk.exists(path) else []
+            for kind in ("masters", "workers")
+            for path in [f"/nodes/{kind}"]
+        }
     finally:
         zk.stop()
         zk.close()
@@ -194,6 +207,9 @@ def test_master_and_worker_processes_run_a_workflow_and_leave_cleanly(
     worker = start_worker(servers, tmp_path / "worker", registry)
     second = start_master(servers, tmp_path / "master2", registry, pg_url)
     assert master.address != second.address and master.epoch != second.epoch
+    # Workers report to the cluster listeners (the run below needs it); clients cannot.
+    for server in (master, second):
+        assert_listeners_split(server.address, server.cluster_address)
     with Client.connect(master.address) as client:
         eventually(
             lambda: worker.address in {m.address for m in client.cluster_members(role="worker")},
@@ -208,7 +224,7 @@ def test_master_and_worker_processes_run_a_workflow_and_leave_cleanly(
         assert run.state is WorkflowState.SUCCEEDED
         attempts = list(client.iter_task_instances(run.id))
         assert len(attempts) == 5
-        assert {(t.host, t.worker_epoch) for t in attempts} == {(worker.address, worker.epoch)}
+        assert {t.host for t in attempts} == {worker.address}
     # Either master may have claimed the run (they split the commands); one of them did.
     claimed = 0
     for address in (master.address, second.address):
@@ -222,7 +238,7 @@ def test_master_and_worker_processes_run_a_workflow_and_leave_cleanly(
     assert set(rows) == {master.address, second.address, worker.address}
     for server in (master, second, worker):
         row = rows[server.address]
-        assert (row["ROLE"], row["EPOCH"]) == (server.role.upper(), str(server.epoch))
+        assert (row["ROLE"], row["CLUSTER"]) == (server.role.upper(), server.cluster_address or "-")
     assert rows[master.address]["WEIGHT"] == rows[second.address]["WEIGHT"] == "-"
     assert rows[worker.address]["GROUP"] == "default"
     assert 1.0 <= float(rows[worker.address]["WEIGHT"]) <= 100.0  # warm-up keeps it low
@@ -348,4 +364,15 @@ def test_a_taken_port_exits_1_with_one_line(
     assert len(errors) == 1 and "Traceback" not in master.stderr()
     assert errors[0].startswith("error: dsched master: cannot start the master: "), errors
     assert port in errors[0]
+
+    # The cluster listener's port taken: the same one line, and nothing left registered.
+    cluster_port = first.cluster_address.rsplit(":", 1)[1]
+    args = ["--registry", registry, "--db", pg_url, "--port", "0", "--cluster-port", cluster_port]
+    master = launch("master", tmp_path / "second", *args)
+    assert master.wait(30) == 1, master.stderr()[-4000:]
+    errors = [line for line in master.stderr().splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in master.stderr()
+    assert errors[0].startswith("error: dsched master: cannot start the master: "), errors
+    assert cluster_port in errors[0]
+    assert members(registry)["masters"] == [first.address]
     first.stop()

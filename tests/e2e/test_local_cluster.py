@@ -18,7 +18,9 @@ from tests.e2e.conftest import DSCHED, REPO, alive, clean_env, cli, parse_table
 from tests.zk import four_letter_word
 
 SCRIPTS = REPO / "deploy" / "local-cluster"
-READY_RE = re.compile(r"dsched (master|worker) is up: address (\S+), .*pid (\d+)$")
+READY_RE = re.compile(
+    r"dsched (master|worker) is up: address (\S+), (?:cluster address (\S+), )?.*pid (\d+)$"
+)
 
 
 def script(name: str, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
@@ -55,14 +57,21 @@ def time_wait_ports(ports: set[int]) -> set[int]:
     return found
 
 
-def up_and_check(env: dict[str, str], expected: list[str]) -> list[int]:
-    """Runs ``up``; asserts every member came up at its address; returns their pids."""
+def up_and_check(
+    env: dict[str, str], expected: list[str], cluster_address: str
+) -> tuple[list[int], dict[str, str]]:
+    """Runs ``up``; asserts every member came up at its address, the first master's cluster
+    listener at ``cluster_address`` and the second's on some other port; returns the pids and the
+    masters' cluster listeners."""
     up = script("up", env, timeout=120)
     assert up.returncode == 0, up.stdout + up.stderr
     ready = [m for line in up.stdout.splitlines() if (m := READY_RE.search(line))]
     assert [m[2] for m in ready] == expected
     assert f"--server {expected[0]} cluster" in up.stdout
-    return [int(m[3]) for m in ready]
+    listeners = {m[2]: m[3] for m in ready if m[1] == "master"}
+    assert listeners[expected[0]] == cluster_address
+    assert listeners[expected[1]] not in (None, *expected, cluster_address)
+    return [int(m[4]) for m in ready], listeners
 
 
 def check_down(
@@ -83,10 +92,12 @@ def check_down(
 def test_up_run_status_down(tmp_path: Path, pg_url: str) -> None:
     zk_port = free_port()
     masters, workers = [free_port() for _ in range(2)], [free_port() for _ in range(3)]
+    cluster_address = f"127.0.0.1:{free_port()}"
     env = clean_env(
         DSCHED_CLUSTER_DIR=str(tmp_path / "cluster"),
         DSCHED_CLUSTER_ZK_PORT=str(zk_port),
-        DSCHED_CLUSTER_MASTER_PORTS=" ".join(map(str, masters)),
+        # The first master's cluster listener on a given port, the second's on any free one.
+        DSCHED_CLUSTER_MASTER_PORTS=f"{masters[0]}:{cluster_address.split(':')[1]} {masters[1]}",
         DSCHED_CLUSTER_WORKER_PORTS=" ".join(map(str, workers)),
         DSCHED_CLUSTER_DB_URL=pg_url,
         DSCHED_BIN=str(DSCHED),
@@ -97,13 +108,14 @@ def test_up_run_status_down(tmp_path: Path, pg_url: str) -> None:
     expected = [f"127.0.0.1:{p}" for p in masters + workers]
     pids: list[int] = []
     try:
-        pids = up_and_check(env, expected)
+        pids, listeners = up_and_check(env, expected, cluster_address)
         assert four_letter_word(zk_port, "ruok") == "imok"
 
         listed = cli(f"127.0.0.1:{masters[1]}", "cluster")
         rows = parse_table(listed.stdout)
-        assert sorted((r["ROLE"], r["ADDRESS"]) for r in rows) == sorted(
-            [("MASTER", a) for a in expected[:2]] + [("WORKER", a) for a in expected[2:]]
+        assert sorted((r["ROLE"], r["ADDRESS"], r["CLUSTER"]) for r in rows) == sorted(
+            [("MASTER", a, listeners[a]) for a in expected[:2]]
+            + [("WORKER", a, "-") for a in expected[2:]]
         )
         with Client.connect(f"127.0.0.1:{masters[0]}") as client:
             with Workflow("spread", project="e2e-local-cluster") as wf:
@@ -116,6 +128,7 @@ def test_up_run_status_down(tmp_path: Path, pg_url: str) -> None:
         status = script("status", env, timeout=60)
         assert status.returncode == 0, status.stdout + status.stderr
         assert status.stdout.count(" running") == 6
+        assert all(listener in status.stdout for listener in listeners.values())
     finally:
         down = script("down", env, timeout=240)
     check_down(down, env, pids, tmp_path / "cluster")
@@ -127,7 +140,7 @@ def test_up_run_status_down(tmp_path: Path, pg_url: str) -> None:
     assert lingering, "no TIME_WAIT left by down: this test no longer tests what it says"
     pids = []
     try:
-        pids = up_and_check(env, expected)
+        pids, _ = up_and_check(env, expected, cluster_address)
         assert four_letter_word(zk_port, "ruok") == "imok"
         listed = cli(f"127.0.0.1:{masters[0]}", "cluster")
         assert listed.returncode == 0, listed.stdout + listed.stderr

@@ -92,7 +92,7 @@ class Client(DefinitionCalls, InstanceCalls):
         return [convert.member_from_proto(m) for m in resp.members]
 
     def server_info(self) -> ServerInfo:
-        """Describes the server answering the call (version, role, address, epoch)."""
+        """Describes the server answering the call (version, role, address, start time)."""
         req = master_service_pb2.GetServerInfoRequest()
         return convert.server_info_from_proto(self._call(self._master.GetServerInfo, req))
 

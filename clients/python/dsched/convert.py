@@ -303,7 +303,6 @@ def instance_from_proto(msg: resources_pb2.WorkflowInstance) -> WorkflowInstance
         worker_group=msg.worker_group,
         dry_run=msg.dry_run,
         host=msg.host,
-        epoch=msg.epoch,
         run_times=msg.run_times,
         submit_time=_time(msg, "submit_time"),
         start_time=_time(msg, "start_time"),
@@ -323,7 +322,6 @@ def task_instance_from_proto(msg: resources_pb2.TaskInstance) -> TaskInstance:
         state=_required(TASK_STATE, TaskState, msg.state),
         valid=msg.valid,
         host=msg.host,
-        worker_epoch=msg.worker_epoch,
         pid=msg.pid,
         log_path=msg.log_path,
         exit_code=msg.exit_code if msg.HasField("exit_code") else None,
@@ -386,11 +384,11 @@ def member_from_proto(msg: resources_pb2.ClusterMember) -> ClusterMember:
         slots_total=beat.slots_total,
         slots_in_use=beat.slots_in_use,
         queued=beat.queued,
-        epoch=beat.epoch,
         pid=beat.pid,
         start_time=_time(beat, "start_time"),
         report_time=_time(beat, "report_time"),
         weight=msg.weight,
+        cluster_address=msg.cluster_address,
     )
 
 
@@ -400,7 +398,6 @@ def server_info_from_proto(msg: master_service_pb2.GetServerInfoResponse) -> Ser
         api_version=msg.api_version,
         role=_member(SERVER_ROLE, ServerRole, msg.role, None),
         address=msg.address,
-        epoch=msg.epoch,
         start_time=_time(msg, "start_time"),
         counters=dict(msg.counters),
     )

@@ -104,7 +104,6 @@ class WorkflowInstance:
     worker_group: str = ""
     dry_run: bool = False
     host: str = ""
-    epoch: int = 0
     run_times: int = 0
     submit_time: datetime | None = None
     start_time: datetime | None = None
@@ -135,7 +134,6 @@ class TaskInstance:
     retry_times: int = 0
     valid: bool = True
     host: str = ""
-    worker_epoch: int = 0
     pid: int = 0
     log_path: str = ""
     exit_code: int | None = None
@@ -207,6 +205,8 @@ class ClusterMember:
     ``weight`` is a worker's effective selection weight as the answering master computes it now
     (0..100, higher is preferred, reduced during warm-up, 0 while BUSY); always 0 for masters.
     ``queued`` is a worker's backlog: attempts it accepted that wait for a free slot.
+    ``cluster_address`` is a master's cluster listener, where its workers report (empty for
+    workers). No field holds an epoch: epochs are fencing tokens, which clients never see.
     """
 
     role: ServerRole
@@ -220,11 +220,11 @@ class ClusterMember:
     slots_total: int = 0
     slots_in_use: int = 0
     queued: int = 0
-    epoch: int = 0
     pid: int = 0
     start_time: datetime | None = None
     report_time: datetime | None = None
     weight: float = 0.0
+    cluster_address: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -236,7 +236,6 @@ class ServerInfo:
     api_version: str
     role: ServerRole | None
     address: str
-    epoch: int
     start_time: datetime | None = None
     counters: Mapping[str, int] = field(default_factory=dict)
 

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +94,13 @@ async def start_cluster(db_url: str, tmp: Path) -> AsyncIterator[Cluster]:
     master_registry = EmbeddedRegistry(ensemble)
     worker_registry = EmbeddedRegistry(ensemble)
     master = Master(
-        MasterOptions(db_url=db_url, data_dir=tmp / "master", port=0, thresholds=NEVER_BUSY),
+        MasterOptions(
+            db_url=db_url,
+            data_dir=tmp / "master",
+            port=0,
+            cluster_port=0,
+            thresholds=NEVER_BUSY,
+        ),
         registry=master_registry,
     )
     worker = Worker(
@@ -469,4 +476,4 @@ async def still_serves(c: Cluster) -> None:
     """One valid call: the server answers normally after whatever came before."""
     info = await c.stub.GetServerInfo(pb.GetServerInfoRequest(), timeout=WAIT_S)
     assert info.address == c.address
-    assert info.epoch == c.master.epoch
+    assert info.start_time.ToDatetime(tzinfo=UTC) == c.master.start_time

@@ -1,5 +1,5 @@
 """What the master serves besides its API: health, reflection (v1alpha and v1), cluster membership
-and its own description."""
+and its own description; and what each of its two listeners serves."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from google.protobuf import descriptor_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from dsched.v1 import master_service_pb2
+from dsched.v1 import master_service_pb2, registry_pb2
 from tests.integration.api.conftest import (
     SUCCEEDED,
     WAIT_S,
@@ -24,16 +24,13 @@ from tests.integration.api.conftest import (
     run_to_end,
     shell,
     start,
+    task_instances,
+    task_is,
+    watch_until,
 )
+from tests.listeners import ON_CLIENT_LISTENER, assert_cannot_report, assert_listeners_split
 
-SERVICES = {
-    "dsched.v1.MasterService",
-    "dsched.v1.TaskEventService",
-    "dsched.v1.LogService",
-    "grpc.health.v1.Health",
-    "grpc.reflection.v1alpha.ServerReflection",
-    "grpc.reflection.v1.ServerReflection",
-}
+SERVICES = ON_CLIENT_LISTENER
 REFLECTION_METHODS = {
     "v1alpha": "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
     "v1": "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
@@ -76,7 +73,7 @@ async def test_reflection_lists_every_service(cluster: Cluster, version: str) ->
         cluster, version, reflection_pb2.ServerReflectionRequest(list_services="")
     )
     names = {s.name for s in reply.list_services_response.service}
-    assert names >= SERVICES
+    assert names == SERVICES
 
 
 @pytest.mark.parametrize("version", ["v1alpha", "v1"])
@@ -125,9 +122,12 @@ async def test_cluster_members_show_master_and_worker_with_heartbeats(cluster: C
     master, worker = reply.members
     assert worker.group == "default"
     now = datetime.now(UTC)
-    for member, epoch in ((master, cluster.master.epoch), (worker, cluster.worker.epoch)):
+    assert master.cluster_address == cluster.master.cluster_address != cluster.address
+    assert worker.cluster_address == ""
+    for member in (master, worker):
         hb = member.heartbeat
-        assert hb.epoch == epoch > 0
+        # Not even as an unknown field: the registry node's epoch (a fencing token) stays inside.
+        assert registry_pb2.RegistryNode.FromString(hb.SerializeToString()).epoch == 0
         assert hb.pid == os.getpid()
         assert hb.status == enums.SERVER_STATUS_NORMAL
         assert hb.slots_total > 0 and 0 <= hb.slots_in_use <= hb.slots_total
@@ -179,8 +179,29 @@ async def test_server_info_describes_the_master(cluster: Cluster) -> None:
     assert info.api_version == "dsched.v1"
     assert info.role == enums.SERVER_ROLE_MASTER
     assert info.address == cluster.address
-    assert info.epoch == cluster.master.epoch > 0
     assert info.version
     assert info.start_time.ToDatetime(tzinfo=UTC) == cluster.master.start_time
     assert {"stale_events", "ownership_lost", "commands_claimed"} <= set(info.counters)
     assert all(value >= 0 for value in info.counters.values())
+
+
+async def test_clients_reach_no_cluster_service(cluster: Cluster) -> None:
+    # TaskEventService (where workers report results) is on the cluster listener only; reflection
+    # on the client listener does not name it (tests/listeners.py).
+    await asyncio.to_thread(assert_listeners_split, cluster.address, cluster.master.cluster_address)
+
+
+async def test_a_forged_result_on_the_client_port_changes_nothing(cluster: Cluster) -> None:
+    gate = Gate(cluster.tmp / "gate")
+    await online_workflow(cluster, "p", "held", [shell("t", gate.wait)])
+    started = await start(cluster, "p", "held")
+    seen = await watch_until(cluster, started.id, task_is("t", enums.TASK_INSTANCE_STATE_RUNNING))
+    ti_id = seen.task_instance_id("t")
+
+    await asyncio.to_thread(assert_cannot_report, cluster.address, ti_id, started.id)
+
+    [ti] = await task_instances(cluster, started.id)
+    assert ti.state == enums.TASK_INSTANCE_STATE_RUNNING  # the forged SUCCEEDED never arrived
+    gate.open()
+    done = await run_to_end(cluster, started.id)
+    assert done.events[-1].workflow_state == enums.WORKFLOW_INSTANCE_STATE_SUCCEEDED

@@ -69,6 +69,7 @@ class ZkCluster:
                 db_url=self.db_url,
                 data_dir=self.tmp / f"master-{len(self.masters)}",
                 port=0,
+                cluster_port=0,
                 **options,
             ),
             registry=registry,

@@ -346,7 +346,7 @@ class FakeMaster(master_service_pb2_grpc.MasterServiceServicer):
             slots_total=8,
             slots_in_use=2,
             queued=3,
-            epoch=7,
+            pid=77,
             status=enums_pb2.SERVER_STATUS_NORMAL,
         )
         beat.start_time.CopyFrom(now())
@@ -354,7 +354,10 @@ class FakeMaster(master_service_pb2_grpc.MasterServiceServicer):
         beat.report_time.CopyFrom(now())
         members = [
             resources_pb2.ClusterMember(
-                role=enums_pb2.SERVER_ROLE_MASTER, address="10.0.0.1:5678", heartbeat=beat
+                role=enums_pb2.SERVER_ROLE_MASTER,
+                address="10.0.0.1:5678",
+                heartbeat=beat,
+                cluster_address="10.0.0.1:5680",
             ),
             resources_pb2.ClusterMember(
                 role=enums_pb2.SERVER_ROLE_WORKER,
@@ -375,7 +378,6 @@ class FakeMaster(master_service_pb2_grpc.MasterServiceServicer):
             api_version="dsched.v1",
             role=enums_pb2.SERVER_ROLE_MASTER,
             address="127.0.0.1:5678",
-            epoch=7,
             counters={"stale_events": 2, "commands_claimed": 5},
         )
         response.start_time.CopyFrom(now())

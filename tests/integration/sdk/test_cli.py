@@ -179,12 +179,13 @@ def test_workflows_cluster_info(submitted: Fake) -> None:
     cluster = cli(submitted, "cluster").stdout.splitlines()
     assert cluster[0].split() == [
         *("ROLE", "ADDRESS", "GROUP", "STATUS", "CPU", "MEM", "LOAD", "DISK", "SLOTS"),
-        *("QUEUED", "WEIGHT", "EPOCH", "UPTIME"),
+        *("QUEUED", "WEIGHT", "CLUSTER", "UPTIME"),
     ]
     worker = ["WORKER", "10.0.0.2:5679", "default", "NORMAL", "25%", "50%", "0.00", "0%", "2/8"]
-    assert cluster[2].split() == [*worker, "3", "42.5", "7", "1h02m"]
+    assert cluster[2].split() == [*worker, "3", "42.5", "-", "1h02m"]  # workers: no listener
     master = cluster[1].split()
     assert (master[2], master[9], master[10]) == ("-", "-", "-")  # no group, backlog, weight
+    assert master[11] == "10.0.0.1:5680"  # where its workers report
     info = cli(submitted, "info").stdout
     assert "version: 0.1.0-fake" in info and "role:    MASTER" in info
     assert "metrics: commands_claimed=5 stale_events=2" in info

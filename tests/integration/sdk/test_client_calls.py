@@ -152,7 +152,7 @@ def test_cluster_members_and_server_info(fake: Fake, client: Client) -> None:
     assert worker.report_time - worker.start_time >= timedelta(seconds=3723)
     assert [m.address for m in client.cluster_members(role="worker")] == ["10.0.0.2:5679"]
     info = client.server_info()
-    assert (info.version, info.api_version, info.epoch) == ("0.1.0-fake", "dsched.v1", 7)
+    assert (info.version, info.api_version) == ("0.1.0-fake", "dsched.v1")
     assert info.role is dsched.ServerRole.MASTER and info.start_time is not None
     assert info.counters == {"stale_events": 2, "commands_claimed": 5}
 

@@ -7,12 +7,12 @@ import os
 from dsched.server.constants import WORKERS_PATH
 from dsched.server.coord.registry import ConnectionState
 from dsched.server.heartbeat import HostSample, Thresholds
-from dsched.v1 import enums_pb2, resources_pb2
+from dsched.v1 import enums_pb2, registry_pb2
 from dsched.worker.execution import TaskEventType
 
 
-def heartbeat(harness, worker) -> resources_pb2.Heartbeat:
-    return resources_pb2.Heartbeat.FromString(harness.registry.nodes[worker.agent.path])
+def heartbeat(harness, worker) -> registry_pb2.RegistryNode:
+    return registry_pb2.RegistryNode.FromString(harness.registry.nodes[worker.agent.path])
 
 
 async def test_registers_an_ephemeral_node_with_its_heartbeat(harness):
@@ -46,7 +46,7 @@ async def test_heartbeat_turns_busy_at_once_when_slots_fill(harness, gate):
     await harness.dispatch(worker, harness.execution(f'read _ < "{g.path}"'))
 
     def status(nodes: dict[str, bytes]) -> tuple[int, int]:
-        beat = resources_pb2.Heartbeat.FromString(nodes[worker.agent.path])
+        beat = registry_pb2.RegistryNode.FromString(nodes[worker.agent.path])
         return beat.status, beat.slots_in_use
 
     await harness.registry.wait_for(lambda n: status(n) == (enums_pb2.SERVER_STATUS_BUSY, 1))
@@ -106,7 +106,7 @@ async def test_lost_session_fences_and_reregisters_with_a_new_epoch(harness, gat
     await registry.wait_for(
         lambda nodes: (
             worker.agent.path in nodes
-            and resources_pb2.Heartbeat.FromString(nodes[worker.agent.path]).slots_in_use == 0
+            and registry_pb2.RegistryNode.FromString(nodes[worker.agent.path]).slots_in_use == 0
         )
     )
     after = harness.execution("true")

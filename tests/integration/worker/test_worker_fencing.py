@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from dsched.server.coord.registry import ConnectionState
-from dsched.v1 import resources_pb2
+from dsched.v1 import registry_pb2
 from dsched.worker.execution import TaskEventType
 from dsched.worker.orphans import ProcessRecords
 from tests import lifeline
@@ -36,7 +36,7 @@ async def test_suspended_longer_than_the_fence_deadline_kills_tasks_and_takes_a_
         lambda nodes: (
             worker.agent is not None
             and worker.agent.path in nodes
-            and resources_pb2.Heartbeat.FromString(nodes[worker.agent.path]).epoch > old_epoch
+            and registry_pb2.RegistryNode.FromString(nodes[worker.agent.path]).epoch > old_epoch
         )
     )
     assert worker.epoch > old_epoch

@@ -134,7 +134,6 @@ def test_instance_from_proto() -> None:
         params={"a": "1"},
         start_tasks=["t"],
         host="m:1",
-        epoch=4,
         run_times=2,
         state_reason="task t failed",
         var_pool={"out": "x"},

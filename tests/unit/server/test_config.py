@@ -347,7 +347,10 @@ DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 # Settings a role has no use for: the samples leave them out.
 UNUSED: dict[Role, set[str]] = {
     "master": {"worker_port", "worker_slots", "outbox_fsync", "task_env_allow"},
-    "worker": {"worker_port", "db_url", "host_selector", "warmup_seconds"},
+    "worker": {
+        *("worker_port", "db_url", "host_selector", "warmup_seconds"),
+        *("cluster_host", "cluster_port", "master_capacity"),
+    },
 }
 
 
@@ -366,3 +369,43 @@ def test_sample_configs_load_and_name_every_setting(role: Role) -> None:
 def test_standalone_sample_config_loads() -> None:
     s = load(["--config", str(DEPLOY / "standalone" / "dsched.toml")])
     assert (s.data_dir, s.embedded_registry) == (Path("/var/lib/dsched"), True)
+
+
+def test_cluster_listener_and_capacity_defaults_per_role() -> None:
+    master, standalone = load(role="master"), load()
+    assert (master.cluster_host, master.cluster_port, master.master_capacity) == ("", 5679, 10000)
+    # Standalone's only worker is in-process: loopback, any free port.
+    assert (standalone.cluster_host, standalone.cluster_port) == ("127.0.0.1", 0)
+    assert standalone.master_capacity == 10000
+
+
+def test_cluster_listener_and_capacity_from_every_source(tmp_path: Path) -> None:
+    conf = write(tmp_path / "d.toml", "cluster_port = 7001\nmaster_capacity = 50\n")
+    s = load(["--config", str(conf)], "master")
+    assert (s.cluster_port, s.master_capacity) == (7001, 50)
+    s = load(["--config", str(conf)], "master", DSCHED_CLUSTER_PORT="7002", DSCHED_CLUSTER_HOST="h")
+    assert (s.cluster_host, s.cluster_port) == ("h", 7002)
+    s = load(["--cluster-port", "0", "--cluster-host", "10.0.0.1", "--capacity", "3"], "master")
+    assert (s.cluster_host, s.cluster_port, s.master_capacity) == ("10.0.0.1", 0, 3)
+
+
+@pytest.mark.parametrize(
+    ("role", "argv", "field", "message"),
+    [
+        ("master", ["--cluster-port", "70000"], "--cluster-port", "at most 65535"),
+        ("master", ["--cluster-host", "a b"], "--cluster-host", "not a host name"),
+        ("master", ["--capacity", "0"], "--capacity", "at least 1"),
+        ("master", ["--port", "5679"], "default cluster_port", "must differ"),
+        ("master", ["--port", "7", "--cluster-port", "7"], "--cluster-port", "must differ"),
+        ("standalone", ["--worker-port", "7", "--cluster-port", "7"], "--cluster-port", "differ"),
+    ],
+)
+def test_bad_cluster_listener_settings(
+    role: Role, argv: list[str], field: str, message: str
+) -> None:
+    found = violations(argv, role)
+    assert message in found[field], found
+
+
+def test_workers_have_no_cluster_listener_flags() -> None:
+    assert "--cluster-port" in violations(["--cluster-port", "1"], "worker")["argv"]

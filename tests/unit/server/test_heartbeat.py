@@ -19,7 +19,7 @@ from dsched.server.heartbeat import (
     sample_host,
     status_for,
 )
-from dsched.v1 import enums_pb2, resources_pb2
+from dsched.v1 import enums_pb2, registry_pb2, resources_pb2
 
 NORMAL, BUSY = ServerStatus.NORMAL, ServerStatus.BUSY
 IDLE = HostSample(cpu_usage=0.1, memory_usage=0.2, load_average=0.3, disk_usage=0.4)
@@ -63,6 +63,7 @@ def info(**changes: object) -> HeartbeatInfo:
         report_time=datetime(2026, 1, 2, 3, 5, 0, tzinfo=UTC),
         epoch=42,
         pid=4321,
+        cluster_address="10.0.0.5:5679",
     )
     return replace(base, **changes)  # type: ignore[arg-type]
 
@@ -88,9 +89,21 @@ def test_encode_decode_round_trip(status: ServerStatus) -> None:
     data = encode_heartbeat(original)
     assert isinstance(data, bytes)
     assert decode_heartbeat(data) == original
-    message = resources_pb2.Heartbeat.FromString(data)  # the wire shape other languages read
+    message = registry_pb2.RegistryNode.FromString(data)  # the wire shape other languages read
     assert message.epoch == 42 and message.pid == 4321 and message.slots_in_use == 3
+    assert message.cluster_address == "10.0.0.5:5679"
     assert message.start_time.ToDatetime(tzinfo=UTC) == original.start_time
+
+
+def test_decode_reads_nodes_written_before_the_cluster_address() -> None:
+    # Fields 1-12 are those of the Heartbeat that was the node data before: such a node still
+    # parses, with its epoch, and without a cluster address (its master served workers on its
+    # client address).
+    old = registry_pb2.RegistryNode.FromString(encode_heartbeat(info()))
+    old.ClearField("cluster_address")
+    decoded = decode_heartbeat(old.SerializeToString())
+    assert decoded == replace(info(), cluster_address="")
+    assert decoded.epoch == 42
 
 
 @pytest.mark.parametrize(

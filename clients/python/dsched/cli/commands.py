@@ -166,7 +166,7 @@ def workflows(args: argparse.Namespace, client: Client) -> int:
 
 def cluster(args: argparse.Namespace, client: Client) -> int:
     """The live masters and workers: latest heartbeat (with a worker's backlog), selection weight,
-    epoch and uptime."""
+    uptime and, for masters, the cluster listener their workers report to."""
     # Uptime by this host's clock: a heartbeat's report time lags by up to an interval, and
     # cluster hosts keep their clocks in sync well enough for a display.
     now = datetime.now(UTC)
@@ -183,7 +183,7 @@ def cluster(args: argparse.Namespace, client: Client) -> int:
             f"{m.slots_in_use}/{m.slots_total}",
             m.queued if m.role is ServerRole.WORKER else None,
             f"{m.weight:.1f}" if m.role is ServerRole.WORKER else None,
-            m.epoch,
+            m.cluster_address or None,
             fmt.elapsed(max(now - m.start_time, timedelta(0)) if m.start_time else None),
         )
         for m in client.cluster_members()
@@ -200,7 +200,7 @@ def cluster(args: argparse.Namespace, client: Client) -> int:
         "slots",
         "queued",
         "weight",
-        "epoch",
+        "cluster",
         "uptime",
     )
     _out(fmt.table(headers, rows))
@@ -208,7 +208,7 @@ def cluster(args: argparse.Namespace, client: Client) -> int:
 
 
 def info(args: argparse.Namespace, client: Client) -> int:
-    """The answering server: version, API, role, address, epoch, start time, engine counters."""
+    """The answering server: version, API, role, address, start time, engine counters."""
     server = client.server_info()
     fields = [
         ("server", client.target),
@@ -216,7 +216,6 @@ def info(args: argparse.Namespace, client: Client) -> int:
         ("api", server.api_version),
         ("role", str(server.role or fmt.ABSENT)),
         ("address", server.address),
-        ("epoch", str(server.epoch)),
         ("started", fmt.when(server.start_time)),
     ]
     if server.counters:

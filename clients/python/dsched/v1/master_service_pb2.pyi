@@ -425,7 +425,7 @@ class GetServerInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetServerInfoResponse(_message.Message):
-    __slots__ = ("version", "api_version", "role", "address", "epoch", "start_time", "counters")
+    __slots__ = ("version", "api_version", "role", "address", "start_time", "counters")
     class CountersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -437,14 +437,12 @@ class GetServerInfoResponse(_message.Message):
     API_VERSION_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
-    EPOCH_FIELD_NUMBER: _ClassVar[int]
     START_TIME_FIELD_NUMBER: _ClassVar[int]
     COUNTERS_FIELD_NUMBER: _ClassVar[int]
     version: str
     api_version: str
     role: _enums_pb2.ServerRole
     address: str
-    epoch: int
     start_time: _timestamp_pb2.Timestamp
     counters: _containers.ScalarMap[str, int]
-    def __init__(self, version: _Optional[str] = ..., api_version: _Optional[str] = ..., role: _Optional[_Union[_enums_pb2.ServerRole, str]] = ..., address: _Optional[str] = ..., epoch: _Optional[int] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., counters: _Optional[_Mapping[str, int]] = ...) -> None: ...
+    def __init__(self, version: _Optional[str] = ..., api_version: _Optional[str] = ..., role: _Optional[_Union[_enums_pb2.ServerRole, str]] = ..., address: _Optional[str] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., counters: _Optional[_Mapping[str, int]] = ...) -> None: ...

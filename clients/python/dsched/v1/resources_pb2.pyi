@@ -110,7 +110,7 @@ class WorkflowVersion(_message.Message):
     def __init__(self, version: _Optional[int] = ..., description: _Optional[str] = ..., task_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class WorkflowInstance(_message.Message):
-    __slots__ = ("id", "project", "workflow", "workflow_code", "workflow_version", "state", "command_type", "params", "start_tasks", "task_depend_type", "failure_strategy", "priority", "worker_group", "dry_run", "host", "epoch", "run_times", "submit_time", "start_time", "end_time", "state_reason", "var_pool")
+    __slots__ = ("id", "project", "workflow", "workflow_code", "workflow_version", "state", "command_type", "params", "start_tasks", "task_depend_type", "failure_strategy", "priority", "worker_group", "dry_run", "host", "run_times", "submit_time", "start_time", "end_time", "state_reason", "var_pool")
     class ParamsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -140,7 +140,6 @@ class WorkflowInstance(_message.Message):
     WORKER_GROUP_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
-    EPOCH_FIELD_NUMBER: _ClassVar[int]
     RUN_TIMES_FIELD_NUMBER: _ClassVar[int]
     SUBMIT_TIME_FIELD_NUMBER: _ClassVar[int]
     START_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -162,17 +161,16 @@ class WorkflowInstance(_message.Message):
     worker_group: str
     dry_run: bool
     host: str
-    epoch: int
     run_times: int
     submit_time: _timestamp_pb2.Timestamp
     start_time: _timestamp_pb2.Timestamp
     end_time: _timestamp_pb2.Timestamp
     state_reason: str
     var_pool: _containers.ScalarMap[str, str]
-    def __init__(self, id: _Optional[int] = ..., project: _Optional[str] = ..., workflow: _Optional[str] = ..., workflow_code: _Optional[int] = ..., workflow_version: _Optional[int] = ..., state: _Optional[_Union[_enums_pb2.WorkflowInstanceState, str]] = ..., command_type: _Optional[_Union[_enums_pb2.CommandType, str]] = ..., params: _Optional[_Mapping[str, str]] = ..., start_tasks: _Optional[_Iterable[str]] = ..., task_depend_type: _Optional[_Union[_enums_pb2.TaskDependType, str]] = ..., failure_strategy: _Optional[_Union[_enums_pb2.FailureStrategy, str]] = ..., priority: _Optional[_Union[_enums_pb2.Priority, str]] = ..., worker_group: _Optional[str] = ..., dry_run: _Optional[bool] = ..., host: _Optional[str] = ..., epoch: _Optional[int] = ..., run_times: _Optional[int] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., state_reason: _Optional[str] = ..., var_pool: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., project: _Optional[str] = ..., workflow: _Optional[str] = ..., workflow_code: _Optional[int] = ..., workflow_version: _Optional[int] = ..., state: _Optional[_Union[_enums_pb2.WorkflowInstanceState, str]] = ..., command_type: _Optional[_Union[_enums_pb2.CommandType, str]] = ..., params: _Optional[_Mapping[str, str]] = ..., start_tasks: _Optional[_Iterable[str]] = ..., task_depend_type: _Optional[_Union[_enums_pb2.TaskDependType, str]] = ..., failure_strategy: _Optional[_Union[_enums_pb2.FailureStrategy, str]] = ..., priority: _Optional[_Union[_enums_pb2.Priority, str]] = ..., worker_group: _Optional[str] = ..., dry_run: _Optional[bool] = ..., host: _Optional[str] = ..., run_times: _Optional[int] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., state_reason: _Optional[str] = ..., var_pool: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class TaskInstance(_message.Message):
-    __slots__ = ("id", "workflow_instance_id", "task_name", "attempt", "retry_times", "state", "valid", "host", "worker_epoch", "pid", "log_path", "exit_code", "submit_time", "start_time", "end_time", "out_params", "priority", "worker_group", "state_reason")
+    __slots__ = ("id", "workflow_instance_id", "task_name", "attempt", "retry_times", "state", "valid", "host", "pid", "log_path", "exit_code", "submit_time", "start_time", "end_time", "out_params", "priority", "worker_group", "state_reason")
     class OutParamsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -188,7 +186,6 @@ class TaskInstance(_message.Message):
     STATE_FIELD_NUMBER: _ClassVar[int]
     VALID_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
-    WORKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
     LOG_PATH_FIELD_NUMBER: _ClassVar[int]
     EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
@@ -207,7 +204,6 @@ class TaskInstance(_message.Message):
     state: _enums_pb2.TaskInstanceState
     valid: bool
     host: str
-    worker_epoch: int
     pid: int
     log_path: str
     exit_code: int
@@ -218,7 +214,7 @@ class TaskInstance(_message.Message):
     priority: _enums_pb2.Priority
     worker_group: str
     state_reason: str
-    def __init__(self, id: _Optional[int] = ..., workflow_instance_id: _Optional[int] = ..., task_name: _Optional[str] = ..., attempt: _Optional[int] = ..., retry_times: _Optional[int] = ..., state: _Optional[_Union[_enums_pb2.TaskInstanceState, str]] = ..., valid: _Optional[bool] = ..., host: _Optional[str] = ..., worker_epoch: _Optional[int] = ..., pid: _Optional[int] = ..., log_path: _Optional[str] = ..., exit_code: _Optional[int] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., out_params: _Optional[_Mapping[str, str]] = ..., priority: _Optional[_Union[_enums_pb2.Priority, str]] = ..., worker_group: _Optional[str] = ..., state_reason: _Optional[str] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., workflow_instance_id: _Optional[int] = ..., task_name: _Optional[str] = ..., attempt: _Optional[int] = ..., retry_times: _Optional[int] = ..., state: _Optional[_Union[_enums_pb2.TaskInstanceState, str]] = ..., valid: _Optional[bool] = ..., host: _Optional[str] = ..., pid: _Optional[int] = ..., log_path: _Optional[str] = ..., exit_code: _Optional[int] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., out_params: _Optional[_Mapping[str, str]] = ..., priority: _Optional[_Union[_enums_pb2.Priority, str]] = ..., worker_group: _Optional[str] = ..., state_reason: _Optional[str] = ...) -> None: ...
 
 class InstanceEvent(_message.Message):
     __slots__ = ("sequence", "workflow_instance_id", "task_instance_id", "task_name", "workflow_state", "task_state", "kind", "message", "create_time")
@@ -243,7 +239,7 @@ class InstanceEvent(_message.Message):
     def __init__(self, sequence: _Optional[int] = ..., workflow_instance_id: _Optional[int] = ..., task_instance_id: _Optional[int] = ..., task_name: _Optional[str] = ..., workflow_state: _Optional[_Union[_enums_pb2.WorkflowInstanceState, str]] = ..., task_state: _Optional[_Union[_enums_pb2.TaskInstanceState, str]] = ..., kind: _Optional[_Union[_enums_pb2.InstanceEventKind, str]] = ..., message: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
-    __slots__ = ("cpu_usage", "memory_usage", "load_average", "disk_usage", "slots_total", "slots_in_use", "start_time", "report_time", "status", "epoch", "pid", "queued")
+    __slots__ = ("cpu_usage", "memory_usage", "load_average", "disk_usage", "slots_total", "slots_in_use", "start_time", "report_time", "status", "pid", "queued")
     CPU_USAGE_FIELD_NUMBER: _ClassVar[int]
     MEMORY_USAGE_FIELD_NUMBER: _ClassVar[int]
     LOAD_AVERAGE_FIELD_NUMBER: _ClassVar[int]
@@ -253,7 +249,6 @@ class Heartbeat(_message.Message):
     START_TIME_FIELD_NUMBER: _ClassVar[int]
     REPORT_TIME_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
-    EPOCH_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
     QUEUED_FIELD_NUMBER: _ClassVar[int]
     cpu_usage: float
@@ -265,21 +260,22 @@ class Heartbeat(_message.Message):
     start_time: _timestamp_pb2.Timestamp
     report_time: _timestamp_pb2.Timestamp
     status: _enums_pb2.ServerStatus
-    epoch: int
     pid: int
     queued: int
-    def __init__(self, cpu_usage: _Optional[float] = ..., memory_usage: _Optional[float] = ..., load_average: _Optional[float] = ..., disk_usage: _Optional[float] = ..., slots_total: _Optional[int] = ..., slots_in_use: _Optional[int] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., report_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status: _Optional[_Union[_enums_pb2.ServerStatus, str]] = ..., epoch: _Optional[int] = ..., pid: _Optional[int] = ..., queued: _Optional[int] = ...) -> None: ...
+    def __init__(self, cpu_usage: _Optional[float] = ..., memory_usage: _Optional[float] = ..., load_average: _Optional[float] = ..., disk_usage: _Optional[float] = ..., slots_total: _Optional[int] = ..., slots_in_use: _Optional[int] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., report_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status: _Optional[_Union[_enums_pb2.ServerStatus, str]] = ..., pid: _Optional[int] = ..., queued: _Optional[int] = ...) -> None: ...
 
 class ClusterMember(_message.Message):
-    __slots__ = ("role", "address", "group", "heartbeat", "weight")
+    __slots__ = ("role", "address", "group", "heartbeat", "weight", "cluster_address")
     ROLE_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     role: _enums_pb2.ServerRole
     address: str
     group: str
     heartbeat: Heartbeat
     weight: float
-    def __init__(self, role: _Optional[_Union[_enums_pb2.ServerRole, str]] = ..., address: _Optional[str] = ..., group: _Optional[str] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., weight: _Optional[float] = ...) -> None: ...
+    cluster_address: str
+    def __init__(self, role: _Optional[_Union[_enums_pb2.ServerRole, str]] = ..., address: _Optional[str] = ..., group: _Optional[str] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., weight: _Optional[float] = ..., cluster_address: _Optional[str] = ...) -> None: ...
