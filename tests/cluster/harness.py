@@ -52,7 +52,8 @@ READY_TIMEOUT_S = 60.0  # several Python servers importing grpc + SQLAlchemy at 
 STOP_TIMEOUT_S = 30.0
 _READY = re.compile(
     r"dsched (?P<role>master|worker) is up: address (?P<address>\S+), "
-    r"(?:group (?P<group>\S+), )?epoch (?P<epoch>\d+), pid (?P<pid>\d+)"
+    r"(?:cluster address (?P<cluster>\S+), )?(?:group (?P<group>\S+), )?"
+    r"epoch (?P<epoch>\d+), pid (?P<pid>\d+)"
 )
 
 # A worker's log line (local time, as logging's asctime) naming the task groups it killed at start.
@@ -86,6 +87,7 @@ class Member:
     log_path: Path
     log_file: IO[bytes]
     address: str = ""
+    cluster_address: str = ""  # masters: the listener their workers report to
     epoch: int = 0
     state: Literal["starting", "running", "paused", "killed", "stopped"] = "starting"
     killed_at: float | None = None  # time.monotonic() of kill9
@@ -285,7 +287,7 @@ class Cluster:
             data_dir.mkdir(parents=True)
         argv = [str(DSCHED), role, "--registry", registry or self.registry, "--port", str(port)]
         if role == "master":
-            argv += ["--db", self.db_url]
+            argv += ["--db", self.db_url, "--cluster-port", "0"]
         else:
             argv += ["--group", group, "--slots", str(slots)]
         argv += ["--data-dir", str(data_dir)]
@@ -311,6 +313,7 @@ class Cluster:
             match = _READY.search(member.log())
             if match:
                 member.address = match["address"]
+                member.cluster_address = match["cluster"] or ""
                 member.epoch = int(match["epoch"])
                 assert int(match["pid"]) == member.pid, (member, match[0])
                 member.state = "running"

@@ -23,7 +23,6 @@ from tests.integration.api.conftest import WAIT_S, Cluster, pb
 SERVICES = [
     "dsched.v1.LogService",
     "dsched.v1.MasterService",
-    "dsched.v1.TaskEventService",
     "grpc.health.v1.Health",
     "grpc.reflection.v1.ServerReflection",
     "grpc.reflection.v1alpha.ServerReflection",
@@ -108,6 +107,9 @@ async def test_list_and_describe(grpcurl: Grpcurl) -> None:
     code, out, err = await grpcurl.run("list")
     assert code == 0, err
     assert sorted(line.strip() for line in out.splitlines() if line.strip()) == SERVICES
+    # The workers' service is on the cluster listener only: a grpcurl user cannot call it here.
+    code, out, err = await grpcurl.run("dsched.v1.TaskEventService/ReportTaskEvents", data={})
+    assert code != 0 and "Code: Unimplemented" in err, (code, out, err)
 
     code, out, err = await grpcurl.run("describe", "dsched.v1.MasterService")
     assert code == 0, err
