@@ -27,6 +27,7 @@ node goes when the session expires. Either is recorded as abandoned.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Mapping
@@ -91,6 +92,7 @@ _UNREGISTER_S = 3.0
 _CLOSE_DB_S = 2.0
 _UNWIND_S = 1.0
 _TAIL_S = 1.0
+CLUSTER_PORT_FILE = "cluster-port"  # in the data directory: the port "any free port" chose last
 # What each listener serves besides health and reflection (ARCHITECTURE.md §1). No answer of a
 # client service may carry a fencing token; a test walks their descriptors.
 CLIENT_SERVICES = (
@@ -182,12 +184,7 @@ class Master:
         self._serving = Serving(_client_services(ctx), f"{self.options.host}:{self.options.port}")
         port = await self._serving.start()
         self.address = ctx.address = f"{self.options.host}:{port}"
-        cluster_host = self.options.cluster_host or self.options.host
-        self._cluster_serving = Serving(
-            _cluster_services(task_events), f"{cluster_host}:{self.options.cluster_port}"
-        )
-        cluster_port = await self._cluster_serving.start()
-        self.cluster_address = f"{cluster_host}:{cluster_port}"
+        self.cluster_address = await self._serve_cluster(task_events)
         async with self.db.transaction() as conn:
             self.epoch = await servers.new_epoch(conn, "MASTER", self.address, self.clock.now())
         self.services = EngineServices(
@@ -233,6 +230,29 @@ class Master:
             self.epoch,
             self.cluster_address,
         )
+
+    async def _serve_cluster(self, task_events: TaskEventServicer) -> str:
+        """Binds the cluster listener and returns its address. With ``cluster_port`` 0, the port
+        of the previous incarnation (remembered in the data directory) is tried first: a worker
+        that restarts with it (standalone) resends the events in its outbox to that address."""
+        host, wanted = self.options.cluster_host or self.options.host, self.options.cluster_port
+        memo = self.options.data_dir / CLUSTER_PORT_FILE
+        for port in _remembered_port(memo) if wanted == 0 else []:
+            serving = Serving(_cluster_services(task_events), f"{host}:{port}")
+            try:
+                bound = await serving.start()
+            except (OSError, RuntimeError):
+                log.info("cluster port %s of the previous run is taken; any free port it is", port)
+                continue
+            self._cluster_serving = serving
+            return f"{host}:{bound}"
+        self._cluster_serving = Serving(_cluster_services(task_events), f"{host}:{wanted}")
+        bound = await self._cluster_serving.start()
+        if wanted == 0:
+            with contextlib.suppress(OSError):  # only a convenience for the next start
+                memo.parent.mkdir(parents=True, exist_ok=True)
+                memo.write_text(f"{bound}\n")
+        return f"{host}:{bound}"
 
     async def stop(self, grace: float = 5.0, *, shutdown: Shutdown | None = None) -> None:
         """Stops as the module says. Every step is bounded by ``shutdown`` (default: a new one of
@@ -420,6 +440,14 @@ def _busy_node(data: bytes) -> bool:
         return decode_heartbeat(data).status is ServerStatus.BUSY
     except DschedError:
         return False  # unreadable: keep its slot (the steal after STEAL_AFTER_S covers it)
+
+
+def _remembered_port(path: Path) -> list[int]:
+    try:
+        port = int(path.read_text().strip())
+    except (OSError, ValueError):
+        return []
+    return [port] if 0 < port <= 65535 else []
 
 
 def _cluster_address(address: str, data: bytes) -> str:

@@ -12,7 +12,8 @@ and test harnesses rely on this contract:
 
   ``--port 0`` binds any free port; the address printed (and advertised) is the bound one. A
   master's ``address`` is its client listener, ``cluster address`` the listener its workers report
-  to (``--cluster-port 0`` binds any free port too).
+  to (``--cluster-port 0`` binds any free port too, preferring the one of the previous run, which
+  the master remembers in its data directory).
 * SIGTERM or SIGINT: ``dsched <role>: shutting down``, a graceful stop (a master stops claiming and
   hands its instances over, a worker gives running tasks what the budget allows, both leave the
   registry so their members vanish at once), then ``dsched <role>: stopped`` and exit status 0.

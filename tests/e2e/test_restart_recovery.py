@@ -64,6 +64,9 @@ def test_sigkill_mid_run_then_restart_recovers_the_instance(tmp_path: Path) -> N
     assert first.kill() == -9
     crashed_at = time.monotonic()
     second = start_standalone(data_dir, port=first.port)
+    # The same cluster listener as before: the restarted worker's outbox holds events addressed to
+    # it (any free port, remembered in the data directory).
+    assert second.cluster_address == first.cluster_address
     up_at = time.monotonic()
     release.touch()  # the new attempt of `long` (and the orphaned old one) may finish now
     try:
