@@ -119,6 +119,12 @@ def alive(pid: int, name: str) -> bool:
     return state not in ("Z", "X") and marker in cmdline
 
 
+# The processes this invocation started. While it waits for them it asks them, not /proc: a child
+# that has not exec'd yet still shows this script's command line there, which ``alive`` would take
+# for an exited server.
+_STARTED: dict[str, subprocess.Popen[bytes]] = {}
+
+
 def spawn(name: str, argv: list[str], log: Path) -> int:
     """Starts a detached process (its own session: a Ctrl-C in this terminal does not reach it)."""
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -131,6 +137,7 @@ def spawn(name: str, argv: list[str], log: Path) -> int:
             cwd=log.parent,
             start_new_session=True,
         )
+    _STARTED[name] = proc
     pid_file(name).parent.mkdir(parents=True, exist_ok=True)
     pid_file(name).write_text(f"{proc.pid}\n")
     return proc.pid
@@ -299,16 +306,21 @@ def start_servers(role: str, args_of: dict[int, list[str]]) -> list[str]:
         spawn(f"{role}-{port}", [*argv, str(data), *args], log)
     lines = []
     for port, (log, start) in logs.items():
-        pid = recorded()[f"{role}-{port}"]
+        proc = _STARTED[f"{role}-{port}"]
 
-        def ready(log: Path = log, start: int = start, pid: int = pid, port: int = port) -> str:
+        def ready(
+            log: Path = log,
+            start: int = start,
+            proc: subprocess.Popen[bytes] = proc,
+            port: int = port,
+        ) -> str:
             with log.open("rb") as f:
                 f.seek(start)
                 text = f.read().decode(errors="replace")
             line = next(
                 (ln for ln in text.splitlines() if ln.startswith(f"dsched {role} is up")), ""
             )
-            if not line and not alive(pid, f"{role}-{port}"):
+            if not line and proc.poll() is not None:
                 raise Failure(f"{role} on port {port} exited; the end of {log}:\n{text[-3000:]}")
             return line
 
