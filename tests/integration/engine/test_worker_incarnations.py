@@ -120,6 +120,7 @@ async def master_view(
         workers=directory,
         notifier=Notifier(),
         address="127.0.0.1:1",
+        cluster_address="127.0.0.1:2",
         epoch=1,
         default_group="default",
         reload=lambda _: None,
