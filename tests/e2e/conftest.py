@@ -86,15 +86,19 @@ class Standalone:
         """SIGTERM, then waits (bounded); returns (exit code, seconds it took)."""
         started = time.monotonic()
         self.proc.send_signal(signal.SIGTERM)
+        return self.wait(timeout), time.monotonic() - started
+
+    def wait(self, timeout: float = STOP_TIMEOUT_S) -> int:
+        """Waits (bounded) for the exit after a signal; returns the exit code."""
         try:
             code = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
             raise AssertionError(
-                f"standalone did not exit within {timeout}s of SIGTERM:\n{self.output()[-4000:]}"
+                f"standalone did not exit within {timeout}s:\n{self.output()[-4000:]}"
             ) from None
         self._output_file.close()
-        return code, time.monotonic() - started
+        return code
 
     def kill(self) -> int:
         """SIGKILL (a crash: no clean-up of any kind); returns the exit code (-9)."""

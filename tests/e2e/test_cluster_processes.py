@@ -244,7 +244,8 @@ def test_master_and_worker_processes_run_a_workflow_and_leave_cleanly(
     assert 1.0 <= float(rows[worker.address]["WEIGHT"]) <= 100.0  # warm-up keeps it low
 
     # A task runs while the worker is told to stop: it may finish (the grace period) and its
-    # result still reaches the master. (A second signal would exit at once: test_bounded_shutdown.)
+    # result still reaches the master. (A second signal exits at once: see
+    # tests/cluster/test_shutdown.py.)
     gate = tmp_path / "gate"
     with Client.connect(second.address) as client:
         with Workflow("slow", project="e2e-cluster") as slow:
