@@ -1,12 +1,13 @@
 """A pytest run that is SIGKILLed leaves no process behind (:mod:`tests.lifeline`).
 
-A pytest subprocess runs a small test file that uses the real fixtures (``cluster`` of
-tests/cluster/conftest.py, the database fixtures of tests/conftest.py) to start ZooKeeper, a master
-and a worker with a task running on it, and then sleeps. Once it says the cluster is up, every
-process descending from it is noted (with its start time, so a reused pid is not mistaken for a
-survivor) along with their process groups; the pytest process is SIGKILLed; within a bounded wait
-none of the noted processes and no member of their groups may be alive: not the JVM, not the
-servers, not the task (a process group of its own, two levels down), not the watchdog itself.
+A pytest subprocess runs a small test file that uses the real fixtures and then sleeps: either
+``cluster`` (tests/cluster/conftest.py) starting ZooKeeper, a master and a worker with a task
+running on it, or ``harness`` (tests/integration/worker/conftest.py) running a task on a worker
+inside pytest. Once it says all is up, every process descending from it is noted (with its start
+time, so a reused pid is not mistaken for a survivor) along with their process groups; the pytest
+process is SIGKILLed; within a bounded wait none of the noted processes and no member of their
+groups may be alive: not the JVM, not the servers, not the tasks (process groups of their own,
+one or two levels down), not the watchdog itself.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 UP_TIMEOUT_S = 150.0  # a JVM and two Python servers importing grpc on a loaded 2-core machine
 GONE_TIMEOUT_S = 20.0
 
-INNER = """
+INNER_CLUSTER = """
 import json
 import os
 import time
@@ -58,6 +59,31 @@ def test_cluster_then_sleep(cluster):
     Path(os.environ["LIFELINE_TEST_READY"]).write_text(json.dumps(started))
     time.sleep(900)
 """
+
+# The task is a child of pytest itself here: once pytest is dead nothing leads to it but the
+# worker's record of its process group under the session's temporary directory.
+INNER_WORKER = """
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+
+@pytest.mark.timeout(900)
+async def test_worker_then_sleep(harness):
+    worker = await harness.worker()
+    await harness.dispatch(worker, harness.execution("sleep 1000"))
+    await harness.master.wait_for(lambda m: len(m.applied) == 1)  # its RUNNING event
+    started = {"tasks": [harness.master.received[0].event.pid]}
+    Path(os.environ["LIFELINE_TEST_READY"]).write_text(json.dumps(started))
+    time.sleep(900)
+"""
+SCENARIOS = {
+    "cluster": (INNER_CLUSTER, ["tests.cluster.conftest"]),
+    "worker-in-pytest": (INNER_WORKER, ["tests.integration.worker.conftest"]),
+}
 
 
 def descendants(root: int) -> dict[int, tuple[int, int]]:
@@ -91,12 +117,16 @@ def _cmdline(pid: int) -> str:
         return "?"
 
 
-def test_a_killed_pytest_leaves_no_process_behind(tmp_path: Path) -> None:
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_a_killed_pytest_leaves_no_process_behind(tmp_path: Path, scenario: str) -> None:
+    inner_test, fixtures = SCENARIOS[scenario]
     test_file = tmp_path / "test_inner.py"
-    test_file.write_text(INNER)
+    test_file.write_text(inner_test)
     ready, output = tmp_path / "ready.json", tmp_path / "inner.log"
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-c", "pyproject.toml"]
-    argv += ["--rootdir", str(REPO), "-p", "tests.conftest", "-p", "tests.cluster.conftest"]
+    argv += ["--rootdir", str(REPO), "-p", "tests.conftest"]
+    for plugin in fixtures:
+        argv += ["-p", plugin]
     argv += ["--basetemp", str(tmp_path / "inner-tmp"), "-s", str(test_file)]
     with output.open("wb") as out:
         inner = subprocess.Popen(
@@ -119,7 +149,8 @@ def test_a_killed_pytest_leaves_no_process_behind(tmp_path: Path) -> None:
         noted = descendants(inner.pid)
         noted[inner.pid] = (inner.pid, lifeline.start_ticks(inner.pid) or 0)
         # What the fixtures started is all below the pytest process, the watchdog too.
-        expected = {started["zookeeper"], *started["members"], *started["tasks"]}
+        expected = {*started.get("members", []), *started["tasks"]}
+        expected |= {started["zookeeper"]} if "zookeeper" in started else set()
         assert expected <= set(noted), (expected, sorted(noted))
         watchdogs = [pid for pid in noted if "lifeline.py" in _cmdline(pid)]
         assert len(watchdogs) == 1, {pid: _cmdline(pid) for pid in noted}
