@@ -8,7 +8,10 @@ upstream's end, both stamped by the workers, which share this machine's clock; t
 process), one root and 1,000 parallel ``true`` tasks against the spawn floor at the cluster's total
 slots (reported, no target), and the peak RSS of every master and worker sampled during the
 fan-out (task processes excluded), each alone and summed. The leaves each worker ran are printed
-too: the fan-out's throughput depends on how the host selector spread them.
+too: the fan-out's throughput depends on how the host selector spread them. Last, failover speed
+with the default timeouts (``tests/bench/failover.py``): a master, then a worker, is killed with
+SIGKILL, five times each; target: the median time from the kill to the takeover of its work
+<= 6 s.
 
 The cluster is the cluster tests' harness (``tests/cluster/harness.py``): a private ZooKeeper, a
 fresh PostgreSQL database (``DSCHED_TEST_PG_URL``, default the local server) dropped afterwards,
@@ -16,8 +19,9 @@ members started with ``dsched master`` / ``dsched worker``. Members log at WARNI
 standalone bench's server does, and warm-up is off: a bench measures a settled cluster, not one
 whose workers all started a second ago.
 
-Usage: ``python -m tests.bench.cluster_bench [--chain N] [--fanout N] [--slots N]`` from the
-repository root (``--slots`` per worker). Exits 1 if a target is missed.
+Usage: ``python -m tests.bench.cluster_bench [--chain N] [--fanout N] [--slots N] [--failovers N]``
+from the repository root (``--slots`` per worker, ``--failovers`` trials of each kind, 0: none).
+Exits 1 if a target is missed.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.bench import failover
 from tests.bench.common import (
     MB,
     Fanout,
@@ -93,6 +98,7 @@ def main() -> int:
     parser.add_argument("--chain", type=int, default=200)
     parser.add_argument("--fanout", type=int, default=1000)
     parser.add_argument("--slots", type=int, default=default_slots(), help="per worker")
+    parser.add_argument("--failovers", type=int, default=5, help="kills of each kind")
     args = parser.parse_args()
     parallelism = WORKERS * args.slots
     with cluster(args.slots) as run:
@@ -103,11 +109,17 @@ def main() -> int:
         floor = spawn_floor(args.fanout, parallelism)
         members = run.masters() + run.workers()
         fanout = run_fanout(client, args.fanout, [m.pid for m in members])
+        masters, workers = [], []
+        if args.failovers:
+            failover.define(run)
+            masters = [failover.master_trial(run) for _ in range(args.failovers)]
+            workers = [failover.worker_trial(run, args.slots) for _ in range(args.failovers)]
     rows = [
         *chain_rows(gaps, CHAIN_TARGET_MS),
         # Informational here: the cluster's one target is the chain gap.
         *fanout_rows(floor, parallelism, fanout, min_ratio=None),
         *rss_rows(members, fanout),
+        *(failover.rows(masters, workers) if masters else []),
     ]
     spread = ", ".join(f"{host} {n}" for host, n in sorted(fanout.leaves_by_host.items()))
     title = (
