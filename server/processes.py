@@ -45,7 +45,7 @@ from typing import NoReturn, Protocol
 
 from sqlalchemy.exc import DBAPIError
 
-from dsched.errors import InvalidArgument
+from dsched.errors import InvalidArgument, Unavailable
 from dsched.server.config import Role, Settings, configure_logging, load_settings
 from dsched.server.coord.factory import open_registry
 from dsched.server.master import Master, MasterOptions
@@ -179,6 +179,7 @@ def master_options(settings: Settings) -> MasterOptions:
         heartbeat_interval=settings.heartbeat_interval,
         thresholds=settings.thresholds,
         failover_delay=settings.failover_delay,
+        sweep_interval=settings.instance_sweep_interval,
     )
 
 
@@ -204,6 +205,8 @@ class MasterProcess(ServerProcess):
         # SQLAlchemy wraps what the database said; a server that never answered surfaces as the
         # driver's connection error (asyncpg: refused, unknown host, timed out). Nothing else the
         # master does at start dials out: the gRPC server only binds.
+        if isinstance(exc, Unavailable) and isinstance(exc.__cause__, Exception):
+            exc = exc.__cause__  # the store's DATABASE_UNAVAILABLE: say what the driver said
         unreachable = isinstance(exc, ConnectionError | socket.gaierror | TimeoutError)
         if isinstance(exc, DBAPIError) or (what == _START_MASTER and unreachable):
             return f"cannot use the database {self.settings.safe_db_url}: {reason(exc)}"

@@ -11,6 +11,12 @@ attempt, which dominated the latency between dependent tasks). So for SQLite the
 synchronous driver and runs statements inline on the event loop; a statement never waits for
 another process, and WAL mode with ``synchronous=NORMAL`` means a commit does not wait for the disk.
 Standalone dsched is one process, so write transactions are serialised by an asyncio lock.
+
+A database that cannot be reached (refused, reset, shut down, timed out) surfaces from
+:meth:`Database.read` and :meth:`Database.transaction` as :class:`~dsched.errors.Unavailable`
+(reason ``DATABASE_UNAVAILABLE``), never as a driver error; :attr:`Database.availability` tracks the
+outage (see :mod:`dsched.server.store.availability`). Pooled connections are pinged before use, so
+the ones a restarted server dropped are replaced instead of failing a request.
 """
 
 from __future__ import annotations
@@ -27,11 +33,23 @@ from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import CursorResult, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
+
+from dsched.errors import DschedError
+from dsched.server.store.availability import Availability
 
 log = logging.getLogger(__name__)
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 _MIGRATION_LOCK = 7_301_511  # arbitrary advisory-lock key shared by every dsched master
+# Seconds to wait for a new connection: a server that does not answer (a partition, not a refusal)
+# must become UNAVAILABLE, not hold a request for the driver's default minute.
+CONNECT_TIMEOUT_S = 10
+_CONNECT_ARGS: dict[str, dict[str, Any]] = {
+    "postgresql": {"timeout": CONNECT_TIMEOUT_S},
+    "mysql": {"connect_timeout": CONNECT_TIMEOUT_S},
+    "mariadb": {"connect_timeout": CONNECT_TIMEOUT_S},
+}
 T = TypeVar("T")
 
 
@@ -95,6 +113,8 @@ class Database:
         self._async: AsyncEngine | None = None
         self._sync: Engine | None = None
         self._write_lock = asyncio.Lock()
+        self._probe_engine: AsyncEngine | None = None
+        self.availability = Availability(self._probe)
 
     @property
     def is_sqlite(self) -> bool:
@@ -114,6 +134,7 @@ class Database:
             event.listen(engine, "begin", _sqlite_begin)
             self._sync = engine
         else:
+            connect_args = _CONNECT_ARGS.get(self.dialect, {})
             self._async = create_async_engine(
                 self.url,
                 echo=self._echo,
@@ -121,14 +142,29 @@ class Database:
                 pool_size=10,
                 max_overflow=10,
                 pool_recycle=1800,
+                connect_args=connect_args,
+            )
+            # The recovery probe dials a fresh connection each time: the pool may be full of
+            # requests waiting on the dead server, and a pooled connection proves nothing.
+            self._probe_engine = create_async_engine(
+                self.url, poolclass=NullPool, connect_args=connect_args
             )
         if migrate:
             await self.migrate()
+
+    async def _probe(self) -> None:
+        if self._probe_engine is not None:
+            async with self._probe_engine.connect() as conn:
+                await conn.execute(text("SELECT 1"))
 
     async def stop(self, *, close: bool = True) -> None:
         """Disposes of the engine. ``close=False`` drops the pooled connections without a word to
         the server (a server that does not answer would keep a close waiting): they end with the
         process."""
+        await self.availability.close()
+        if self._probe_engine is not None:
+            await self._probe_engine.dispose(close=close)
+            self._probe_engine = None
         if self._async is not None:
             await self._async.dispose(close=close)
             self._async = None
@@ -163,28 +199,47 @@ class Database:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Conn]:
         """A write transaction: commits when the block exits normally, rolls back on an
-        exception."""
-        if self._sync is not None:
-            async with self._write_lock:
-                with self._sync.begin() as conn:
-                    yield _InlineConn(conn)
-            return
-        if self._async is None:
-            raise RuntimeError("database not started")
-        async with self._async.begin() as aconn:
-            yield _AsyncConn(aconn)
+        exception. Raises Unavailable if the database cannot be reached (then the outcome of a
+        commit that was under way is unknown: the writes are idempotent or fenced)."""
+        async with self._reachable():
+            if self._sync is not None:
+                async with self._write_lock:
+                    with self._sync.begin() as conn:
+                        yield _InlineConn(conn)
+                return
+            if self._async is None:
+                raise RuntimeError("database not started")
+            async with self._async.begin() as aconn:
+                yield _AsyncConn(aconn)
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[Conn]:
-        """A connection for reads (its implicit transaction is rolled back at the end)."""
-        if self._sync is not None:
-            with self._sync.connect() as conn:
-                yield _InlineConn(conn)
-            return
-        if self._async is None:
-            raise RuntimeError("database not started")
-        async with self._async.connect() as aconn:
-            yield _AsyncConn(aconn)
+        """A connection for reads (its implicit transaction is rolled back at the end). Raises
+        Unavailable if the database cannot be reached."""
+        async with self._reachable():
+            if self._sync is not None:
+                with self._sync.connect() as conn:
+                    yield _InlineConn(conn)
+                return
+            if self._async is None:
+                raise RuntimeError("database not started")
+            async with self._async.connect() as aconn:
+                yield _AsyncConn(aconn)
+
+    @asynccontextmanager
+    async def _reachable(self) -> AsyncIterator[None]:
+        """Fails fast during a known outage; turns a driver's "cannot reach" into Unavailable.
+        dsched's own errors raised inside the block pass through unchanged."""
+        self.availability.check()
+        try:
+            yield
+        except DschedError:
+            raise
+        except Exception as exc:
+            mapped = self.availability.translate(exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
