@@ -115,6 +115,7 @@ class Settings:
     worker_slots: int = field(default_factory=default_worker_slots)
     heartbeat_interval: float = HEARTBEAT_INTERVAL_S
     failover_delay: float = FAILOVER_DELAY_S
+    instance_sweep_interval: float = 15.0
     host_selector: HostSelector = "lower_weight"
     warmup_seconds: float = 600.0
     outbox_fsync: bool = False
@@ -216,6 +217,7 @@ _OPTIONS = (
     _Option("worker_slots", int, "--slots", ("standalone", "worker"), "concurrent tasks"),
     _Option("heartbeat_interval", float),
     _Option("failover_delay", float),
+    _Option("instance_sweep_interval", float),
     _Option("host_selector", str),
     _Option("warmup_seconds", float),
     _Option("outbox_fsync", bool),

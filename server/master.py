@@ -17,6 +17,11 @@ in every dispatch and take-over and publishes in its registry node so that other
 redirect workers to it. Until calls are authenticated, the cluster listener is what keeps clients
 from forging task results: only cluster members may reach it.
 
+Metadata database (ARCHITECTURE.md §4): while it cannot be reached, every RPC answers UNAVAILABLE
+(reason DATABASE_UNAVAILABLE) and health reports NOT_SERVING; runners whose writes failed are
+reloaded with back-off (:mod:`dsched.server.engine.reloads`), and once it is back health reports
+SERVING, the command queue is scanned and the sweep looks for owned instances nothing drives.
+
 ``stop`` (SIGTERM) stops claiming, stops the runners, hands their instances over (so a surviving
 master resumes them at once) and deregisters, each step bounded
 by the shutdown's budget (:mod:`dsched.server.shutdown`). If the store is unreachable then, the
@@ -57,6 +62,7 @@ from dsched.server.engine.commands import CommandConsumer
 from dsched.server.engine.dispatcher import Dispatcher
 from dsched.server.engine.failover import Failover, fail_over_epoch
 from dsched.server.engine.notifier import Notifier
+from dsched.server.engine.reloads import DEFAULT_SWEEP_INTERVAL_S, Reloads
 from dsched.server.engine.runners import Runners
 from dsched.server.engine.services import EngineMetrics, EngineServices
 from dsched.server.engine.workers import WorkerDirectory
@@ -117,6 +123,7 @@ class MasterOptions:
     heartbeat_interval: float = HEARTBEAT_INTERVAL_S
     thresholds: Thresholds = field(default_factory=Thresholds)
     failover_delay: float = FAILOVER_DELAY_S  # for workers whose death is not confirmed
+    sweep_interval: float = DEFAULT_SWEEP_INTERVAL_S
 
 
 class Master:
@@ -152,6 +159,7 @@ class Master:
         self._cluster_addresses: dict[str, str] = {}  # live master address -> cluster listener
         self._cancel_watch: object = None
         self.failover: Failover | None = None
+        self.reloads: Reloads | None = None
         self._reincarnating: asyncio.Task[None] | None = None
         self._stopping = False
 
@@ -204,6 +212,14 @@ class Master:
         self.consumer = CommandConsumer(
             self.services, self.runners, slot=self._slot, busy=lambda: self._busy
         )
+        self.reloads = Reloads(
+            self.services,
+            self.runners,
+            self.consumer.build_runner,
+            interval=self.options.sweep_interval,
+            enabled=lambda: self._registered,
+        )
+        self.db.availability.subscribe(self._on_database)
         self.failover = Failover(
             self.services,
             self.registry,
@@ -223,6 +239,7 @@ class Master:
         self._registered = True
         self._heartbeat_task = asyncio.create_task(self._heartbeat_loop(), name="master-heartbeat")
         await self.failover.start()
+        await self.reloads.start()
         await self.consumer.start()
         log.info(
             "master %s started (epoch %s); workers report to %s",
@@ -315,14 +332,28 @@ class Master:
             await self.failover.stop()
         if self.consumer is not None:
             await self.consumer.stop()
+        if self.reloads is not None:
+            await self.reloads.stop()
 
     @property
     def _node(self) -> str:
         return f"{MASTERS_PATH}/{self.address}"
 
-    def _reload(self, instance_id: int) -> None:
-        if self.consumer is not None and self.services is not None:
-            self.services.spawn(self.consumer.reload(instance_id))
+    def _reload(self, instance_id: int, pins: Mapping[int, str]) -> None:
+        if self.reloads is not None and not self._stopping:
+            self.reloads.request(instance_id, pins)
+
+    def _on_database(self, available: bool) -> None:
+        """The metadata database went away or came back (ARCHITECTURE.md §4)."""
+        if self._stopping:
+            return
+        for serving in (self._serving, self._cluster_serving):
+            if serving is not None:
+                serving.report(available)
+        if available:
+            self.notifier.notify_commands()
+            if self.reloads is not None:
+                self.reloads.sweep_now()
 
     def _slot(self) -> tuple[int, int]:
         if self.address in self._masters:
@@ -368,6 +399,8 @@ class Master:
         old = self.epoch
         self._registered = False
         log.error("registry session lost (epoch %s): dropping all instances", old)
+        if self.reloads is not None:
+            self.reloads.cancel_all()
         await self.runners.stop_all()
         for delay in _RETRY.delays():
             await self._connected.wait()

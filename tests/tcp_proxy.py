@@ -6,6 +6,10 @@ and dropped, like packets lost on the way), and new connections are accepted but
 target, so a client sees silence rather than a refusal. ``heal()`` ends it and closes the
 connections that lived through it (their streams have holes); new ones are relayed again.
 
+``cut()`` is the other kind of outage, a server that went down: the listening port closes (new
+connections are refused) and every open connection is reset (RST). ``heal()`` listens on the same
+port again.
+
 One selector thread does all the work; it is test tooling for a handful of connections.
 """
 
@@ -14,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import selectors
 import socket
+import struct
 import threading
 from types import TracebackType
 
@@ -33,6 +38,9 @@ class TcpProxy:
         self._peers: dict[socket.socket, socket.socket | None] = {}  # None: held in a partition
         self._blocked = False
         self._heal_pending = False
+        self._cut = False  # wanted: listener closed, connections reset
+        self._listening = True  # applied by the selector thread
+        self._applied = threading.Event()
         self._closing = False
         self._thread = threading.Thread(target=self._run, name="tcp-proxy", daemon=True)
 
@@ -47,11 +55,26 @@ class TcpProxy:
             self._blocked = True
 
     def heal(self) -> None:
-        """Ends the partition; the connections that saw it are closed."""
+        """Ends the partition (the connections that saw it are closed) or the cut (the port
+        listens again); returns once new connections are relayed."""
         with self._lock:
             self._blocked = False
             self._heal_pending = True
+            self._cut = False
+        self._apply()
+
+    def cut(self) -> None:
+        """The server goes down: from the return on, new connections are refused and every open
+        one has been reset."""
+        with self._lock:
+            self._cut = True
+        self._apply()
+
+    def _apply(self) -> None:
+        self._applied.clear()
         self._wake_w.send(b"h")
+        if not self._applied.wait(10):
+            raise RuntimeError("the proxy thread did not apply the change")
 
     def close(self) -> None:
         """Stops the proxy and closes every connection; idempotent."""
@@ -95,9 +118,20 @@ class TcpProxy:
     def _after_wake(self) -> None:
         with self._lock:
             heal, self._heal_pending = self._heal_pending, False
-        if heal:
+            cut = self._cut
+        if heal or cut:
             for sock in list(self._peers):
-                self._drop(sock)
+                self._drop(sock, reset=cut)
+        if cut and self._listening:
+            self._selector.unregister(self._listener)
+            self._listener.close()
+            self._listening = False
+        elif not cut and not self._listening:
+            self._listener = socket.create_server(("127.0.0.1", self.port))
+            self._listener.setblocking(False)
+            self._selector.register(self._listener, selectors.EVENT_READ, "accept")
+            self._listening = True
+        self._applied.set()
 
     def _accept(self) -> None:
         with contextlib.suppress(BlockingIOError):
@@ -137,7 +171,7 @@ class TcpProxy:
         except OSError:
             self._drop(sock)
 
-    def _drop(self, sock: socket.socket) -> None:
+    def _drop(self, sock: socket.socket, *, reset: bool = False) -> None:
         peer = self._peers.pop(sock, None)
         for s in (sock, peer):
             if s is None:
@@ -145,4 +179,7 @@ class TcpProxy:
             with contextlib.suppress(KeyError, ValueError):
                 self._selector.unregister(s)
             self._peers.pop(s, None)
+            if reset:  # linger 0: close() sends RST instead of FIN
+                with contextlib.suppress(OSError):
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             s.close()

@@ -10,11 +10,12 @@ from typing import Any
 from grpc import aio
 
 from dsched.convert import SERVER_ROLE, SERVER_STATUS, WORKFLOW_STATE
-from dsched.errors import DschedError, NotFound
+from dsched.errors import DschedError, NotFound, Unavailable
 from dsched.server.api import convert
 from dsched.server.api.context import MasterContext
 from dsched.server.api.validation import Checks
 from dsched.server.constants import MASTERS_PATH, PROGRESS_FRAME_INTERVAL_S
+from dsched.server.core.records import EventRecord
 from dsched.server.heartbeat import HeartbeatInfo, decode_heartbeat
 from dsched.server.store import events as event_log
 from dsched.server.store import instances as instance_repo
@@ -102,28 +103,25 @@ class QueriesApi:
         checks.raise_if_any()
         cursor = request.after_sequence
         sent = False
+        state: WorkflowState | None = None
         while True:
             # Take the wake-up signal before reading, so a change committed after the read still
             # wakes us (see Notifier).
             signal = self.ctx.notifier.signal(request.id)
-            async with self.ctx.db.read() as conn:
-                # Events first, then the state: a frame's state is never older than its events
-                # (another master may commit between the two reads; on PostgreSQL and MariaDB each
-                # statement sees what is committed when it starts).
-                batch = await event_log.after(conn, request.id, cursor, WATCH_BATCH)
-                state = await instance_repo.current_state(conn, request.id)
-                if state is None:
-                    raise NotFound(
-                        f"workflow instance {request.id} not found",
-                        metadata={"instance": str(request.id)},
+            try:
+                batch, state = await self._watch_read(request.id, cursor)
+            except Unavailable:
+                # The metadata database is away: the stream stays open (progress frames with the
+                # last state) and reads again when the instance's next commit wakes it, or after
+                # an interval. A commit needs the database, so that is when it is back.
+                fired = await self.ctx.notifier.wait(signal, PROGRESS_FRAME_INTERVAL_S)
+                if self.ctx.notifier.closed:
+                    return
+                if not fired and state is not None:
+                    yield pb.WatchWorkflowInstanceResponse(
+                        cursor=cursor, state=WORKFLOW_STATE.number(state)
                     )
-                if state.terminal and len(batch) < WATCH_BATCH:
-                    # The terminal state commits with its events: fetch any that landed between
-                    # the two reads, so the stream does not end without them.
-                    start = batch[-1].sequence if batch else cursor
-                    batch += await event_log.after(
-                        conn, request.id, start, WATCH_BATCH - len(batch)
-                    )
+                continue
             if batch:
                 cursor = batch[-1].sequence
                 sent = True
@@ -153,6 +151,28 @@ class QueriesApi:
                 yield pb.WatchWorkflowInstanceResponse(
                     cursor=cursor, state=WORKFLOW_STATE.number(state)
                 )
+
+    async def _watch_read(
+        self, instance_id: int, cursor: int
+    ) -> tuple[list[EventRecord], WorkflowState]:
+        """The events after ``cursor`` (up to a batch) and the instance's state."""
+        async with self.ctx.db.read() as conn:
+            # Events first, then the state: a frame's state is never older than its events
+            # (another master may commit between the two reads; on PostgreSQL and MariaDB each
+            # statement sees what is committed when it starts).
+            batch = await event_log.after(conn, instance_id, cursor, WATCH_BATCH)
+            state = await instance_repo.current_state(conn, instance_id)
+            if state is None:
+                raise NotFound(
+                    f"workflow instance {instance_id} not found",
+                    metadata={"instance": str(instance_id)},
+                )
+            if state.terminal and len(batch) < WATCH_BATCH:
+                # The terminal state commits with its events: fetch any that landed between
+                # the two reads, so the stream does not end without them.
+                start = batch[-1].sequence if batch else cursor
+                batch += await event_log.after(conn, instance_id, start, WATCH_BATCH - len(batch))
+        return batch, state
 
     async def GetTaskInstance(self, request: pb.GetTaskInstanceRequest, ctx: Ctx) -> Any:
         checks = Checks()

@@ -4,7 +4,8 @@ A reader task takes request batches off the stream and hands each event to the r
 instance (the runner applies it in order, in a transaction); the response side acknowledges the
 events in the order received, each once its outcome is durable. Events for instances this master
 does not drive are answered from the store: NOT_OWNER with the owner's cluster listener,
-RETRY_LATER while an instance waits to be claimed, DUPLICATE or REJECTED_STALE otherwise.
+RETRY_LATER while an instance waits to be claimed (or is being reloaded) or while the store is
+unreachable, DUPLICATE or REJECTED_STALE otherwise.
 
 It is served on the master's cluster listener only (ARCHITECTURE.md §1): whoever may call it can
 report any task's result.
@@ -19,7 +20,7 @@ from typing import Any
 
 from grpc import aio
 
-from dsched.errors import NotFound
+from dsched.errors import NotFound, Unavailable
 from dsched.server.api.context import MasterContext
 from dsched.server.core.transitions import OWNED_STATES
 from dsched.server.engine.messages import Ack, Decision, TaskEventData, WorkerEvent
@@ -100,7 +101,12 @@ class TaskEventServicer(task_event_service_pb2_grpc.TaskEventServiceServicer):
         if runner is not None and not runner.done:
             runner.post(WorkerEvent(data, address, epoch, future))
             return
-        future.set_result(await self._answer_unowned(data))
+        try:
+            ack = await self._answer_unowned(data)
+        except Unavailable:
+            # The database is away: the worker keeps the event and sends it again later.
+            ack = Ack(Decision.RETRY_LATER, "metadata database unavailable")
+        future.set_result(ack)
 
     async def _answer_unowned(self, data: TaskEventData) -> Ack:
         try:

@@ -21,6 +21,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from dsched.errors import Unavailable
 from dsched.options import CommandType
 from dsched.server.core.dag import Dag
 from dsched.server.core.execution import AttemptView, Execution
@@ -31,7 +32,6 @@ from dsched.server.core.records import (
     TaskInstanceRecord,
     WorkflowRecord,
 )
-from dsched.server.core.transitions import OWNED_STATES
 from dsched.server.engine.runner import InstanceRunner
 from dsched.server.engine.runners import Runners
 from dsched.server.engine.services import EngineServices
@@ -85,7 +85,9 @@ class CommandConsumer:
             if not self.paused and not self._busy():
                 try:
                     claimed = await self.consume_once()
-                except Exception:  # the store may be briefly unreachable; the next scan retries
+                except Unavailable:
+                    pass  # the database is away (logged once, by the store); the next scan retries
+                except Exception:
                     log.exception("command scan failed")
             if claimed < FETCH_LIMIT:
                 await self.s.notifier.wait(signal, FALLBACK_SCAN_S)
@@ -118,14 +120,20 @@ class CommandConsumer:
         try:
             async with self.s.db.transaction() as conn:
                 started = await self._claim_in(conn, command)
-        except Exception:  # this command's data is broken or the store failed; log and go on
+        except Unavailable:
+            # The database is away. If the claim committed before the connection broke, the
+            # instance is this epoch's with no runner: the reload finds out once it is back.
+            self.s.reload(command.workflow_instance_id, {})
+            return
+        except Exception:  # this command's data is broken; log and go on
             log.exception("could not claim command %s", command.id)
             return
         if started is None:
             self.s.metrics.commands_lost_race += 1
             return
         self.s.metrics.commands_claimed += 1
-        self.runners.add(started)
+        if self.runners.get(command.workflow_instance_id) is None:  # the sweep may have been first
+            self.runners.add(started)
 
     async def _claim_in(self, conn: Conn, command: CommandRecord) -> InstanceRunner | None:
         now = self.s.clock.now()
@@ -179,20 +187,6 @@ class CommandConsumer:
             phase=instance.state,
         )
         return InstanceRunner(self.s, instance, workflow, execution, attempts, self.runners.on_exit)
-
-    async def reload(self, instance_id: int) -> None:
-        """Restarts driving an instance this epoch still owns (after a batch failed)."""
-        try:
-            async with self.s.db.read() as conn:
-                instance = await instance_repo.get_instance(conn, instance_id)
-                if instance.epoch != self.s.epoch or instance.state not in OWNED_STATES:
-                    return
-                runner = await self.build_runner(conn, instance_id)
-        except Exception:  # the store is down: the instance fails over when this master does
-            log.exception("could not reload instance %s", instance_id)
-            return
-        if self.runners.get(instance_id) is None:
-            self.runners.add(runner)
 
 
 def _plan(

@@ -6,7 +6,9 @@ worker parks its jobs until the worker directory changes: nothing spins. A send 
 unknown (timeout, connection error) is retried against the *same* worker while it is alive, because
 dispatch is idempotent on (task instance, attempt) there; sending it to a second worker could run
 it twice. Only a rejection (nothing was accepted) or the worker's disappearance lets the job go
-elsewhere. While the master's registry connection is suspended nothing is sent (``pause``).
+elsewhere. For the same reason a job *pinned* to a worker (an attempt that a reloaded runner's
+predecessor had sent, see :mod:`dsched.server.engine.reloads`) goes only to that worker while it is
+registered. While the master's registry connection is suspended nothing is sent (``pause``).
 """
 
 from __future__ import annotations
@@ -108,7 +110,7 @@ class Dispatcher:
             job = heapq.heappop(self._heap)
             if job.cancelled:
                 continue
-            worker = self._workers.pick(job.worker_group)
+            worker = self._target(job)
             if worker is None:
                 self._parked[job.worker_group].append(job)
                 if not job.waiting and not self._workers.has_group(job.worker_group):
@@ -121,6 +123,17 @@ class Dispatcher:
             batches.setdefault(worker.address, (worker, []))[1].append(job)
             taken += 1
         return batches
+
+    def _target(self, job: DispatchJob) -> WorkerRef | None:
+        """The pinned worker while it is registered (busy or not: it has the attempt already),
+        else one of the group's picked by the selector. A pinned worker that left the registry
+        fences its attempts, so the pin lapses and any worker may run it."""
+        if job.pinned:
+            pinned = self._workers.get(job.pinned)
+            if pinned is not None:
+                return pinned
+            job.pinned = ""
+        return self._workers.pick(job.worker_group)
 
     async def _unpark_on_change(self) -> None:
         while True:
@@ -183,7 +196,8 @@ class Dispatcher:
             return
 
     def _requeue(self, job: DispatchJob) -> None:
-        job.sent, job.target = False, ""
+        # Rejected or its worker gone: it does not run there, so it may go anywhere now.
+        job.sent, job.target, job.pinned = False, "", ""
         if not job.cancelled:
             self.submit(job)
 

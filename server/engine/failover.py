@@ -37,7 +37,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from dsched.errors import Aborted, DschedError
+from dsched.errors import Aborted, DschedError, Unavailable
 from dsched.server.constants import MASTERS_PATH
 from dsched.server.coord.registry import Registry
 from dsched.server.core.backoff import Backoff
@@ -266,6 +266,8 @@ class Failover:
                 return
             except Aborted as exc:
                 log.info("failover raced a writer (%s); retrying", exc)
+            except Unavailable:
+                pass  # the database is away (the store logs the outage once): retried
             except Exception:  # store or registry unavailable: retried, never fatal
                 log.exception("failover check failed; retrying")
             if not self._enabled():

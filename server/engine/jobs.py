@@ -45,6 +45,9 @@ class DispatchJob:
     waiting: bool = False  # parked and told so (the reason is recorded once per attempt)
     cancelled: bool = False
     target: str = ""  # worker address once sent
+    # The worker an earlier runner of the instance sent this attempt to, perhaps unrecorded: only
+    # that worker may get it while it lives (it answers ALREADY_ACCEPTED). See engine/reloads.py.
+    pinned: str = ""
     attempts: int = field(default=0)
 
     def __lt__(self, other: DispatchJob) -> bool:

@@ -5,7 +5,9 @@ messages (worker events, dispatch results, timers, user pause/stop) strictly in 
 whatever is queued into one batch and writes the batch in one transaction that starts with the
 ownership fence; side effects (dispatching, killing, acknowledging worker events, waking watchers)
 happen only after that transaction committed. If the fence fails the instance belongs to another
-epoch: the runner drops it without writing anything.
+epoch: the runner drops it without writing anything. If the batch fails otherwise (the database
+went away), the runner stops and asks for a reload (:mod:`dsched.server.engine.reloads`), handing
+over where it had sent attempts, so that the rebuilt runner cannot send one to a second worker.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from dsched.errors import OwnershipLost
+from dsched.errors import DschedError, OwnershipLost, Unavailable
 from dsched.options import TimeoutStrategy
 from dsched.server.core import execution as ex
 from dsched.server.core.dag import Dag
@@ -134,6 +136,8 @@ class InstanceRunner:
         self._on_exit = on_exit
         self.done = False
         self.task: asyncio.Task[None] | None = None
+        # Task instance id -> the worker a predecessor runner sent the attempt to (see reloads).
+        self.pins: dict[int, str] = {}
 
     @property
     def id(self) -> int:
@@ -179,6 +183,11 @@ class InstanceRunner:
         finally:
             for handle in self._timers:
                 handle.cancel()
+            for track in self.tracks.values():
+                if track.job is not None:
+                    # Nothing may (re)send this runner's jobs now: whoever drives the instance
+                    # next dispatches its attempts itself.
+                    track.job.cancelled = True
             self._fail_pending(Ack(Decision.RETRY_LATER, "instance runner stopped"))
             self._on_exit(self)
 
@@ -200,14 +209,24 @@ class InstanceRunner:
             )
             self.s.metrics.ownership_lost += 1
             self.s.metrics.stale_writes += 1
-            self._answer(messages, Ack(Decision.NOT_OWNER, "ownership moved"))
+            self._answer(
+                messages,
+                Ack(Decision.NOT_OWNER, "ownership moved"),
+                OwnershipLost("the instance moved to another master"),
+            )
             self.done = True
             return
-        except Exception:  # a failed batch left the store as it was; resync from it
-            log.exception("instance %s: batch failed; reloading from the store", self.id)
-            self._answer(messages, Ack(Decision.RETRY_LATER, "master could not apply the event"))
+        except Exception as exc:  # a failed batch left the store as it was; resync from it
+            if isinstance(exc, Unavailable):  # an outage, logged once by the store
+                log.info("instance %s: database unavailable; reloading when it is back", self.id)
+            else:
+                log.exception("instance %s: batch failed; reloading from the store", self.id)
+            error = exc if isinstance(exc, DschedError) else Unavailable("the batch failed")
+            self._answer(
+                messages, Ack(Decision.RETRY_LATER, "master could not apply the event"), error
+            )
             self.done = True
-            self.s.reload(self.id)
+            self.s.reload(self.id, self._sent())
             return
         effects.run(self)
         if self.execution.finished is not None:
@@ -215,16 +234,27 @@ class InstanceRunner:
         self.s.notifier.notify(self.id)
 
     @staticmethod
-    def _answer(messages: list[Message], ack: Ack) -> None:
+    def _answer(messages: list[Message], ack: Ack, error: DschedError) -> None:
+        """Answers what a batch could not apply: worker events with ``ack``, controls with
+        ``error``."""
         for msg in messages:
             if isinstance(msg, WorkerEvent) and not msg.reply.done():
                 msg.reply.set_result(ack)
             elif isinstance(msg, Control) and not msg.reply.done():
-                msg.reply.set_exception(OwnershipLost("the instance moved to another master"))
+                msg.reply.set_exception(error)
 
     def _fail_pending(self, ack: Ack) -> None:
+        error = Unavailable("the instance runner stopped; retry")
         while not self._queue.empty():
-            self._answer([self._queue.get_nowait()], ack)
+            self._answer([self._queue.get_nowait()], ack, error)
+
+    def _sent(self) -> dict[int, str]:
+        """Task instance id -> worker, for every attempt this runner (or its predecessor) sent."""
+        sent = dict(self.pins)
+        for track in self.tracks.values():
+            if track.job is not None and track.job.sent and track.job.target:
+                sent[track.ti_id] = track.job.target
+        return sent
 
     # ------------------------------------------------------------------------- messages
 
@@ -674,6 +704,7 @@ class InstanceRunner:
             worker_group=self._group(task),
             order=(self.instance.options.priority.rank, task.priority.rank, track.ti_id),
             on_dispatched=self.post,
+            pinned=self.pins.get(track.ti_id, ""),
         )
         track.job = job
         return job

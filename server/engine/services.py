@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -61,7 +61,9 @@ class EngineServices:
     cluster_address: str  # the cluster listener, where workers send this master's task events
     epoch: int
     default_group: str
-    reload: Callable[[int], None]
+    # Drive an instance again from the store (a runner's batch failed): instance id, and the
+    # worker each attempt that runner sent but may not have recorded went to (engine/reloads.py).
+    reload: Callable[[int, Mapping[int, str]], None]
     failover_delay: float = FAILOVER_DELAY_S
     metrics: EngineMetrics = field(default_factory=EngineMetrics)
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
@@ -141,7 +143,12 @@ class EngineServices:
     async def reply_with_instance(
         self, instance_id: int, future: asyncio.Future[InstanceRecord]
     ) -> None:
-        async with self.db.read() as conn:
-            record = await instance_repo.get_instance(conn, instance_id)
+        try:
+            async with self.db.read() as conn:
+                record = await instance_repo.get_instance(conn, instance_id)
+        except Exception as exc:  # the database went away after the commit: the caller retries
+            if not future.done():
+                future.set_exception(exc)
+            return
         if not future.done():
             future.set_result(record)

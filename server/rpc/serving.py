@@ -1,6 +1,8 @@
 """Builds a ``grpc.aio`` server the way every dsched server needs it.
 
-Every server gets: the error interceptor, gRPC health checking (overall and per service), and server
+Every server gets: the error interceptor, gRPC health checking (overall and per service; a server
+reports NOT_SERVING while something it cannot work without is away, see :meth:`Serving.report`), and
+server
 reflection under both ``grpc.reflection.v1alpha`` and ``grpc.reflection.v1``. grpcio-reflection
 only ships v1alpha; the two protocols are wire-identical, so the same servicer is mounted a second
 time under the v1 name (some clients, such as ``buf curl``, speak only v1).
@@ -8,6 +10,7 @@ time under the v1 name (some clients, such as ``buf curl``, speak only v1).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +65,8 @@ class Serving:
         self.server = aio.server(interceptors=[ErrorInterceptor()], options=SERVER_OPTIONS)
         self.health = health.aio.HealthServicer()
         self.port = 0
+        self._serving = True  # what health should say (see report)
+        self._health_task: asyncio.Task[None] | None = None
 
     async def start(self) -> int:
         """Registers everything, binds ``bind`` (port 0 picks a free port) and returns the port."""
@@ -91,12 +96,33 @@ class Serving:
         if self.port == 0:
             raise OSError(f"cannot bind gRPC server to {self._bind}")
         await self.server.start()
-        for name in ["", *[svc.name for svc in self._services]]:
-            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        await self._apply_health()
         return self.port
+
+    def report(self, serving: bool) -> None:
+        """Sets the health of the server and of every service to SERVING or NOT_SERVING (e.g.
+        while the metadata database is away). Callable from callbacks; the last report wins, and
+        after :meth:`stop` began health stays NOT_SERVING."""
+        self._serving = serving
+        if self._health_task is None or self._health_task.done():
+            self._health_task = asyncio.get_running_loop().create_task(self._apply_health())
+
+    async def _apply_health(self) -> None:
+        while True:
+            serving = self._serving
+            status = health_pb2.HealthCheckResponse.SERVING
+            if not serving:
+                status = health_pb2.HealthCheckResponse.NOT_SERVING
+            for name in ["", *[svc.name for svc in self._services]]:
+                await self.health.set(name, status)
+            if self._serving == serving:  # no report arrived while these were being set
+                return
 
     async def stop(self, grace: float = 5.0) -> None:
         """Reports NOT_SERVING, then stops accepting calls and waits up to ``grace`` for running
         ones."""
+        if self._health_task is not None:
+            self._health_task.cancel()
+            await asyncio.gather(self._health_task, return_exceptions=True)
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace)

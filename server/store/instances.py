@@ -309,6 +309,20 @@ async def dead_owner_epochs(
     return sorted(int(r.epoch) for r in rows)
 
 
+async def owned_by(
+    conn: Conn, host: str, epoch: int, states: Iterable[WorkflowState], limit: int
+) -> list[int]:
+    """Ids of up to ``limit`` instances stamped with master ``(host, epoch)`` in ``states``,
+    oldest first."""
+    rows = await conn.execute(
+        select(WI.c.id)
+        .where(WI.c.host == host, WI.c.epoch == epoch, WI.c.state.in_([s.value for s in states]))
+        .order_by(WI.c.id)
+        .limit(limit)
+    )
+    return [int(r.id) for r in rows]
+
+
 async def fail_over_epoch(
     conn: Conn, dead_epoch: int, states: Iterable[WorkflowState], now: datetime
 ) -> list[tuple[int, WorkflowState]]:

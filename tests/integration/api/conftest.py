@@ -88,18 +88,16 @@ class Cluster:
 
 
 @contextlib.asynccontextmanager
-async def start_cluster(db_url: str, tmp: Path) -> AsyncIterator[Cluster]:
-    """Starts registry sessions, then the master, then the worker; stops them in reverse."""
+async def start_cluster(db_url: str, tmp: Path, **master_options: Any) -> AsyncIterator[Cluster]:
+    """Starts registry sessions, then the master (with ``master_options`` over the defaults),
+    then the worker; stops them in reverse."""
     ensemble = EmbeddedEnsemble(tmp / "registry")
     master_registry = EmbeddedRegistry(ensemble)
     worker_registry = EmbeddedRegistry(ensemble)
+    options = {"thresholds": NEVER_BUSY, **master_options}
     master = Master(
         MasterOptions(
-            db_url=db_url,
-            data_dir=tmp / "master",
-            port=0,
-            cluster_port=0,
-            thresholds=NEVER_BUSY,
+            db_url=db_url, data_dir=tmp / "master", port=0, cluster_port=0, **options
         ),
         registry=master_registry,
     )

@@ -349,7 +349,7 @@ UNUSED: dict[Role, set[str]] = {
     "master": {"worker_port", "worker_slots", "outbox_fsync", "task_env_allow"},
     "worker": {
         *("worker_port", "db_url", "host_selector", "warmup_seconds"),
-        *("cluster_host", "cluster_port", "master_capacity"),
+        *("cluster_host", "cluster_port", "master_capacity", "instance_sweep_interval"),
     },
 }
 
