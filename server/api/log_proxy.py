@@ -1,7 +1,13 @@
-"""LogService on the master: forwards each call to the worker that ran the task instance."""
+"""LogService on the master: forwards each call to the worker that ran the task instance.
+
+A follower (``TailTaskLog`` with ``follow``) of a task that has not reached a worker yet waits for
+it, through an outage of the metadata database too (progress frames meanwhile); once it streams
+from the worker it no longer needs the database.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -69,23 +75,48 @@ class LogProxy(log_service_pb2_grpc.LogServiceServicer):
         if request.offset < 0:
             checks.add("offset", "must not be negative")
         checks.raise_if_any()
-        ti = await self._task_instance(request.task_instance_id)
-        while not ti.host:
+        found: list[TaskInstanceRecord] = []
+        async for frame in self._until_on_worker(request, found):
+            yield frame
+        if not found:
+            return
+        ti = found[0]
+        try:
+            async for frame in self.ctx.workers.log_stub(ti.host).TailTaskLog(request):
+                yield frame
+        except aio.AioRpcError as err:
+            raise _translate(err, ti) from err
+
+    async def _until_on_worker(
+        self, request: pb.TailTaskLogRequest, found: list[TaskInstanceRecord]
+    ) -> AsyncIterator[pb.TailTaskLogResponse]:
+        """Waits (following) until the task instance has a worker, then appends it to ``found``;
+        yields progress frames meanwhile, or the final frame of one that never reached one."""
+        progress = pb.TailTaskLogResponse(offset=request.offset, next_offset=request.offset)
+        signal: asyncio.Event | None = None
+        while not self.ctx.notifier.closed:  # closed: the server stops, the client resumes
+            try:
+                ti = await self._task_instance(request.task_instance_id)
+            except Unavailable:
+                if not request.follow:
+                    raise
+                # The metadata database is away: keep the stream until it is back.
+                if not await self.ctx.db.availability.wait(PROGRESS_FRAME_INTERVAL_S):
+                    yield progress
+                continue
+            if ti.host:
+                found.append(ti)
+                return
             if ti.state.terminal or not request.follow:
                 # Never reached a worker (cancelled, or not started and not following).
                 yield pb.TailTaskLogResponse(
                     offset=request.offset, next_offset=request.offset, end_of_log=ti.state.terminal
                 )
                 return
-            signal = self.ctx.notifier.signal(ti.workflow_instance_id)
-            ti = await self._task_instance(request.task_instance_id)
-            if ti.host:
-                break
+            if signal is None:
+                # Take the wake-up signal, then read again: a change in between still wakes us.
+                signal = self.ctx.notifier.signal(ti.workflow_instance_id)
+                continue
             if not await self.ctx.notifier.wait(signal, PROGRESS_FRAME_INTERVAL_S):
-                yield pb.TailTaskLogResponse(offset=request.offset, next_offset=request.offset)
-            ti = await self._task_instance(request.task_instance_id)
-        try:
-            async for frame in self.ctx.workers.log_stub(ti.host).TailTaskLog(request):
-                yield frame
-        except aio.AioRpcError as err:
-            raise _translate(err, ti) from err
+                yield progress
+            signal = None

@@ -29,6 +29,7 @@ from dsched.server.coord.embedded import EmbeddedRegistry
 from dsched.server.store import models
 from dsched.server.store.availability import DATABASE_UNAVAILABLE
 from dsched.v1 import enums_pb2 as T
+from dsched.v1 import log_service_pb2 as logs_pb
 from dsched.v1 import master_service_pb2 as pb
 from dsched.worker.app import Worker, WorkerOptions
 from tests.conftest import _Server
@@ -64,7 +65,7 @@ class Ledger:
         self.path = path
         self.append = (
             'echo "$DSCHED_TASK_NAME $DSCHED_TASK_INSTANCE_ID $DSCHED_ATTEMPT '
-            f'$DSCHED_WORKER_ADDRESS" >> "{path}"'
+            f'$DSCHED_WORKER_ADDRESS" >> "{path}"; echo "ran $DSCHED_TASK_NAME"'
         )
 
     def runs(self) -> list[list[str]]:
@@ -99,6 +100,18 @@ async def health_reaches(channel: aio.Channel, status: int) -> None:
     finally:
         call.cancel()
     raise AssertionError("the health stream ended")
+
+
+async def follow_log(c: Cluster, task_instance_id: int) -> bytes:
+    """Follows a task's log to its end; returns it."""
+    received = b""
+    request = logs_pb.TailTaskLogRequest(task_instance_id=task_instance_id, follow=True)
+    async with asyncio.timeout(WAIT_S):
+        async for frame in c.logs.TailTaskLog(request):
+            received += frame.data
+            if frame.end_of_log:
+                return received
+    raise AssertionError(f"the log stream ended without end_of_log after {received!r}")
 
 
 async def two_task_run(c: Cluster, ledger: Ledger, gate: Gate) -> int:
@@ -155,7 +168,12 @@ async def test_a_runner_whose_write_failed_is_reloaded_when_the_database_is_back
         assert master.reloads is not None
         watch = asyncio.create_task(watch_to_end(c, instance_id))  # open across the outage
 
+        runner = master.runners.get(instance_id)
+        assert runner is not None
+        a = next(t.ti_id for t in runner.tracks.values() if t.task == "a")
+
         proxy.cut()
+        tail = asyncio.create_task(follow_log(c, a))  # opened during the outage
         gate.open()  # a ends: its result cannot be written, so the runner stops
         async with asyncio.timeout(WAIT_S):
             while not master.reloads.pending(instance_id):
@@ -167,6 +185,7 @@ async def test_a_runner_whose_write_failed_is_reloaded_when_the_database_is_back
         seen = await watch
         assert seen.events[-1].workflow_state == T.WORKFLOW_INSTANCE_STATE_SUCCEEDED
         assert master.reloads.reloaded >= 1
+        assert b"\nran a\n" in await tail  # the whole log, to its end
     assert sorted(run[0] for run in ledger.runs()) == ["a", "b"]  # each ran once
 
 
