@@ -4,6 +4,10 @@
 PostgreSQL database (dropped afterwards) and a private ZooKeeper (started by ``cluster.start``,
 with the members the test asks for). Teardown kills every process the cluster started; when the
 test failed it first prints the tail of every member's log (pytest shows it with the failure).
+
+``pg_cluster``: the same on a private PostgreSQL server of the test's own
+(:class:`~tests.postgres.PostgresServer`), which the test may stop and start: the shared server
+must never be.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import pytest
 
 from tests.cluster.harness import Cluster
 from tests.conftest import _Server
+from tests.postgres import PostgresServer
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -40,7 +45,26 @@ def cluster(
         try:
             yield run
         finally:
-            phases = request.node.stash.get(_PHASES, {})
-            if any(r.failed for r in phases.values()):
-                print(f"\n----- cluster logs ({run.run_dir}) -----\n{run.report_logs()}")
-            run.close()
+            _close(request, run)
+
+
+@pytest.fixture
+def pg_cluster(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[tuple[Cluster, PostgresServer]]:
+    with PostgresServer(tmp_path / "postgres") as pg:
+        pg.psql("CREATE DATABASE dsched")
+        run = Cluster(tmp_path / "run", pg.url("dsched"))
+        try:
+            yield run, pg
+        finally:
+            _close(request, run, f"=== postgres\n{pg.log_tail(30)}")
+
+
+def _close(request: pytest.FixtureRequest, run: Cluster, *extra: str) -> None:
+    """Tears the cluster down; if the test failed, first prints every member's log tail."""
+    phases = request.node.stash.get(_PHASES, {})
+    if any(r.failed for r in phases.values()):
+        logs = "\n".join([run.report_logs(), *extra])
+        print(f"\n----- cluster logs ({run.run_dir}) -----\n{logs}")
+    run.close()

@@ -68,6 +68,11 @@ class Database:
     def execute(self, sql: str, *args: object) -> None:
         self._run(self._conn.execute(sql, *args))
 
+    def reconnect(self) -> None:
+        """A new connection (the server restarted: the old one is gone)."""
+        self._conn.terminate()
+        self._conn = self._run(asyncpg.connect(self.url, timeout=10))
+
     def create_effect_tables(self) -> None:
         for statement in EFFECT_TABLES:
             self.execute(statement)

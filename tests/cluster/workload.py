@@ -26,12 +26,14 @@ def define(
     edges: Iterable[tuple[str, str]] = (),
     *,
     retries: int = 0,
+    effect: bool = True,
 ) -> str:
     """Puts workflow ``name`` online: one ledger task per ``tasks`` entry (name -> seconds of
-    sleep), ``edges`` as (upstream, downstream). Returns the name."""
+    sleep; with ``effect``, the fenced effect before it ends), ``edges`` as (upstream,
+    downstream). Returns the name."""
     with Workflow(name, project=PROJECT) as wf:
         shells = {
-            task: Shell(task, cluster.ledger.script(seconds), retries=retries)
+            task: Shell(task, cluster.ledger.script(seconds, effect=effect), retries=retries)
             for task, seconds in tasks.items()
         }
         for up, down in edges:
