@@ -26,11 +26,12 @@ from collections.abc import Awaitable, Callable, Iterator
 from sqlalchemy import exc as sa_exc
 
 from dsched.errors import Unavailable
+from dsched.reasons import Reason
 from dsched.server.core.backoff import Backoff
 
 log = logging.getLogger(__name__)
 
-DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
+DATABASE_UNAVAILABLE = Reason.DATABASE_UNAVAILABLE
 # PostgreSQL SQLSTATEs of an unreachable server: class 08 (connection exception), 57P01-57P03
 # (admin shutdown, crash shutdown, cannot connect now: starting up or shutting down), 53300 (too
 # many connections).
@@ -112,7 +113,7 @@ class Availability:
         """The error of a call made while the database is away: retryable, with the reason."""
         return Unavailable(
             "the metadata database is unreachable; retry later",
-            reason=DATABASE_UNAVAILABLE,
+            reason=Reason.DATABASE_UNAVAILABLE,
         )
 
     def check(self) -> None:
