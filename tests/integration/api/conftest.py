@@ -96,9 +96,7 @@ async def start_cluster(db_url: str, tmp: Path, **master_options: Any) -> AsyncI
     worker_registry = EmbeddedRegistry(ensemble)
     options = {"thresholds": NEVER_BUSY, **master_options}
     master = Master(
-        MasterOptions(
-            db_url=db_url, data_dir=tmp / "master", port=0, cluster_port=0, **options
-        ),
+        MasterOptions(db_url=db_url, data_dir=tmp / "master", port=0, cluster_port=0, **options),
         registry=master_registry,
     )
     worker = Worker(

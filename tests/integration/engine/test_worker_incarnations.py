@@ -123,7 +123,7 @@ async def master_view(
         cluster_address="127.0.0.1:2",
         epoch=1,
         default_group="default",
-        reload=lambda _: None,
+        reload=lambda _id, _pins: None,
         failover_delay=delay,
     )
     runners = RecordingRunners()
