@@ -13,8 +13,9 @@ PostgreSQL refuses to run as root: as root the server runs as the ``postgres`` s
 data in a directory of that user's under the system's temporary directory (pytest's own are private
 to root), removed by ``close``.
 
-A server must never outlive the tests: ``close`` kills it, and an ``atexit`` hook does the same for
-every server still running when the interpreter exits.
+A server must never outlive the tests: ``close`` kills it, an ``atexit`` hook does the same for
+every server still running when the interpreter exits, and the lifeline (:mod:`tests.lifeline`)
+when pytest is killed.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from tests import lifeline
 from tests.conftest import free_port
 
 _POLL_S = 0.05  # test tooling: a short sleep between readiness probes is fine
@@ -144,6 +146,7 @@ class PostgresServer:
             start_new_session=True,  # its own group: kill reaches every backend
             **self._as_user(),
         )
+        lifeline.guard(self._proc)  # with its backends, should pytest die
         _running.add(self)
         try:
             self._wait_ready(timeout)
