@@ -106,9 +106,9 @@ class TaskLedger:
         out = []
         for raw in self.path.read_text().splitlines():
             f = raw.split()
-            if len(f) != 9 or f[5] not in ("start", "end"):
+            if len(f) != 9 or f[5] not in _KINDS:
                 raise AssertionError(f"malformed ledger line {raw!r}")
-            kind: Literal["start", "end", "term"] = "start" if f[5] == "start" else "end"
+            kind = _KINDS[f[5]]
             out.append(
                 LedgerLine(
                     int(f[0]),
