@@ -256,6 +256,29 @@ async def fence(conn: Conn, instance_id: int, epoch: int) -> None:
         )
 
 
+async def lock(conn: Conn, instance_id: int) -> None:
+    """Locks the instance row for this transaction whoever owns it (a writer that is not the owner
+    and must not interleave with the owner's fenced transactions); NotFound if there is none."""
+    result = await conn.execute(update(WI).where(WI.c.id == instance_id).values(epoch=WI.c.epoch))
+    if result.rowcount != 1:
+        raise NotFound(
+            f"workflow instance {instance_id} not found", metadata={"instance": str(instance_id)}
+        )
+
+
+async def restore_state(conn: Conn, instance_id: int) -> WorkflowState | None:
+    """The state a FAILOVER instance gets back when its recovery command is claimed (None if it
+    has no such command)."""
+    doc = await conn.scalar(
+        select(C.c.scope).where(
+            C.c.workflow_instance_id == instance_id, C.c.type == CommandType.FAILOVER.value
+        )
+    )
+    if not doc or "restore_state" not in doc:
+        return None
+    return WorkflowState(doc["restore_state"])
+
+
 async def set_state(
     conn: Conn,
     instance_id: int,

@@ -166,6 +166,34 @@ class Command(Base):
     create_time: Mapped[datetime]
 
 
+class ControlRequest(Base):
+    """A user's pause or stop of an instance, recorded by whichever master received it and applied
+    by the instance's owner (ARCHITECTURE.md §4). ``request_id`` makes the request idempotent;
+    ``outcome`` is PENDING until the owner applies it (APPLIED) or finds it illegal (REJECTED)."""
+
+    __tablename__ = "control_requests"
+    __table_args__ = (
+        Index("ix_control_requests_instance", "workflow_instance_id", "outcome"),
+        Index("ix_control_requests_outcome", "outcome", "workflow_instance_id"),
+        {**_AUTOINCREMENT, "mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"},
+    )
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    request_id: Mapped[str] = mapped_column(String(128), unique=True)
+    workflow_instance_id: Mapped[int] = mapped_column(
+        ForeignKey("workflow_instances.id", ondelete="CASCADE")
+    )
+    kind: Mapped[str] = mapped_column(String(STATE))
+    requested_by: Mapped[str] = mapped_column(String(ADDRESS))
+    create_time: Mapped[datetime]
+    outcome: Mapped[str] = mapped_column(String(STATE))
+    # The instance's state once the control was applied (or found illegal), and why it was refused.
+    outcome_state: Mapped[str | None] = mapped_column(String(STATE), nullable=True)
+    outcome_reason: Mapped[str] = mapped_column(String(REASON), default="")
+    # The master epoch that applied or refused it, and when.
+    applied_by: Mapped[int] = mapped_column(BigInteger, default=0)
+    apply_time: Mapped[datetime | None]
+
+
 class TaskInstance(Base):
     __tablename__ = "task_instances"
     __table_args__ = (

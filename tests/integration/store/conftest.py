@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import pytest
+from sqlalchemy import text
 
 from dsched.errors import NotFound
 from dsched.options import Priority, TimeoutStrategy
@@ -160,3 +161,26 @@ async def overlap(db: Database, barrier: asyncio.Barrier | None) -> None:
     until both are; on SQLite the write lock serialises them, so there is nothing to wait for."""
     if barrier is not None and not db.is_sqlite:
         await barrier.wait()
+
+
+_LOCK_WAITERS = {
+    "postgresql": "SELECT count(*) FROM pg_stat_activity "
+    "WHERE datname = current_database() AND wait_event_type = 'Lock'",
+    "mysql": "SELECT count(*) FROM information_schema.INNODB_TRX t "
+    "JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id "
+    "WHERE t.trx_state = 'LOCK WAIT' AND p.DB = DATABASE()",
+}
+
+
+async def until_a_transaction_waits_for_a_lock(db: Database) -> None:
+    """Waits (bounded) until some transaction on the test's database waits for a row lock
+    (PostgreSQL and MariaDB only)."""
+    query = text(_LOCK_WAITERS[db.dialect])
+    # InnoDB refreshes INNODB_TRX only when it was not read for 0.1 s: poll slower than that.
+    pause = 0.15 if db.dialect == "mysql" else 0.01
+    for _ in range(int(10 / pause)):
+        async with db.read() as conn:
+            if await conn.scalar(query):
+                return
+        await asyncio.sleep(pause)
+    raise AssertionError("no transaction ever waited for a row lock")

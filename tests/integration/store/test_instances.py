@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from sqlalchemy import text
 
 from dsched.errors import Aborted, OwnershipLost
 from dsched.options import CommandType, Priority
@@ -22,6 +21,7 @@ from tests.integration.store.conftest import (
     make_workflow,
     overlap,
     read,
+    until_a_transaction_waits_for_a_lock,
     workflow_spec,
     write,
 )
@@ -320,33 +320,12 @@ async def test_get_instance_reads_back_the_claimed_instance(db: Database) -> Non
     assert instance.start_time == NOW
 
 
-_LOCK_WAITERS = {
-    "postgresql": "SELECT count(*) FROM pg_stat_activity "
-    "WHERE datname = current_database() AND wait_event_type = 'Lock'",
-    "mysql": "SELECT count(*) FROM information_schema.INNODB_TRX t "
-    "JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id "
-    "WHERE t.trx_state = 'LOCK WAIT' AND p.DB = DATABASE()",
-}
-
-
-async def _until_a_transaction_waits_for_a_lock(db: Database) -> None:
-    query = text(_LOCK_WAITERS[db.dialect])
-    # InnoDB refreshes INNODB_TRX only when it was not read for 0.1 s: poll slower than that.
-    pause = 0.15 if db.dialect == "mysql" else 0.01
-    for _ in range(int(10 / pause)):
-        async with db.read() as conn:
-            if await conn.scalar(query):
-                return
-        await asyncio.sleep(pause)
-    raise AssertionError("the failover never waited for the fenced row")
-
-
 async def _owner_finishes(db: Database, instance_id: int, fenced: asyncio.Barrier) -> bool:
     async with db.transaction() as conn:
         await instances.fence(conn, instance_id, 7)
         await overlap(db, fenced)
         if not db.is_sqlite:  # (SQLite runs the two transactions one after the other)
-            await _until_a_transaction_waits_for_a_lock(db)
+            await until_a_transaction_waits_for_a_lock(db)
         return await instances.set_state(
             conn, instance_id, epoch=7, expected=[W.RUNNING], state=W.SUCCEEDED
         )
