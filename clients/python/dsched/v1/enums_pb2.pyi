@@ -122,6 +122,13 @@ class InstanceEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     INSTANCE_EVENT_KIND_TIMEOUT_WARNING: _ClassVar[InstanceEventKind]
     INSTANCE_EVENT_KIND_RETRY_SCHEDULED: _ClassVar[InstanceEventKind]
     INSTANCE_EVENT_KIND_WAITING: _ClassVar[InstanceEventKind]
+    INSTANCE_EVENT_KIND_CONTROL: _ClassVar[InstanceEventKind]
+
+class ControlStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CONTROL_STATUS_UNSPECIFIED: _ClassVar[ControlStatus]
+    CONTROL_STATUS_APPLIED: _ClassVar[ControlStatus]
+    CONTROL_STATUS_PENDING: _ClassVar[ControlStatus]
 WORKFLOW_INSTANCE_STATE_UNSPECIFIED: WorkflowInstanceState
 WORKFLOW_INSTANCE_STATE_SUBMITTED: WorkflowInstanceState
 WORKFLOW_INSTANCE_STATE_RUNNING: WorkflowInstanceState
@@ -199,3 +206,7 @@ INSTANCE_EVENT_KIND_FAILOVER: InstanceEventKind
 INSTANCE_EVENT_KIND_TIMEOUT_WARNING: InstanceEventKind
 INSTANCE_EVENT_KIND_RETRY_SCHEDULED: InstanceEventKind
 INSTANCE_EVENT_KIND_WAITING: InstanceEventKind
+INSTANCE_EVENT_KIND_CONTROL: InstanceEventKind
+CONTROL_STATUS_UNSPECIFIED: ControlStatus
+CONTROL_STATUS_APPLIED: ControlStatus
+CONTROL_STATUS_PENDING: ControlStatus

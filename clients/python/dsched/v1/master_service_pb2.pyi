@@ -225,10 +225,12 @@ class PauseWorkflowInstanceRequest(_message.Message):
     def __init__(self, id: _Optional[int] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class PauseWorkflowInstanceResponse(_message.Message):
-    __slots__ = ("instance",)
+    __slots__ = ("instance", "status")
     INSTANCE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
     instance: _resources_pb2.WorkflowInstance
-    def __init__(self, instance: _Optional[_Union[_resources_pb2.WorkflowInstance, _Mapping]] = ...) -> None: ...
+    status: _enums_pb2.ControlStatus
+    def __init__(self, instance: _Optional[_Union[_resources_pb2.WorkflowInstance, _Mapping]] = ..., status: _Optional[_Union[_enums_pb2.ControlStatus, str]] = ...) -> None: ...
 
 class StopWorkflowInstanceRequest(_message.Message):
     __slots__ = ("id", "request_id")
@@ -239,10 +241,12 @@ class StopWorkflowInstanceRequest(_message.Message):
     def __init__(self, id: _Optional[int] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class StopWorkflowInstanceResponse(_message.Message):
-    __slots__ = ("instance",)
+    __slots__ = ("instance", "status")
     INSTANCE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
     instance: _resources_pb2.WorkflowInstance
-    def __init__(self, instance: _Optional[_Union[_resources_pb2.WorkflowInstance, _Mapping]] = ...) -> None: ...
+    status: _enums_pb2.ControlStatus
+    def __init__(self, instance: _Optional[_Union[_resources_pb2.WorkflowInstance, _Mapping]] = ..., status: _Optional[_Union[_enums_pb2.ControlStatus, str]] = ...) -> None: ...
 
 class ResumeWorkflowInstanceRequest(_message.Message):
     __slots__ = ("id", "request_id")

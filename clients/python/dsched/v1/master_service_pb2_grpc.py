@@ -272,14 +272,23 @@ class MasterServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def PauseWorkflowInstance(self, request, context):
-        """Pauses a RUNNING instance: running tasks finish, nothing new starts. FAILED_PRECONDITION otherwise.
+        """Pauses a RUNNING instance: running tasks finish, nothing new starts. FAILED_PRECONDITION otherwise
+        (also when a pause or a stop is already under way, or was requested and not yet applied).
+        Any master accepts it, whichever master drives the instance: the pause is recorded durably and the
+        owner applies it. The call returns once it is applied (status APPLIED, the instance READY_PAUSE or
+        PAUSED) or, when the call's deadline (at most 30 s) comes first, with status PENDING and the
+        instance as it is; a pending pause is still applied later (or refused if the instance ends first).
+        A pause found illegal when the owner comes to apply it answers FAILED_PRECONDITION.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def StopWorkflowInstance(self, request, context):
-        """Stops an unfinished instance: running tasks are killed.
+        """Stops an unfinished instance: running tasks are killed, queued ones never start. Accepted by any
+        master and answered like PauseWorkflowInstance (APPLIED with READY_STOP or STOPPED, or PENDING).
+        An instance nobody drives (SUBMITTED, PAUSED) is STOPPED at once; a stop of an instance already
+        stopping joins that stop. FAILED_PRECONDITION for a finished instance.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

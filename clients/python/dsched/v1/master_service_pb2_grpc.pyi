@@ -70,9 +70,20 @@ class MasterServiceStub:
     the instance is SUBMITTED when this returns and a master claims it at once.
     """
     PauseWorkflowInstance: _grpc.UnaryUnaryMultiCallable[_master_service_pb2.PauseWorkflowInstanceRequest, _master_service_pb2.PauseWorkflowInstanceResponse]
-    """Pauses a RUNNING instance: running tasks finish, nothing new starts. FAILED_PRECONDITION otherwise."""
+    """Pauses a RUNNING instance: running tasks finish, nothing new starts. FAILED_PRECONDITION otherwise
+    (also when a pause or a stop is already under way, or was requested and not yet applied).
+    Any master accepts it, whichever master drives the instance: the pause is recorded durably and the
+    owner applies it. The call returns once it is applied (status APPLIED, the instance READY_PAUSE or
+    PAUSED) or, when the call's deadline (at most 30 s) comes first, with status PENDING and the
+    instance as it is; a pending pause is still applied later (or refused if the instance ends first).
+    A pause found illegal when the owner comes to apply it answers FAILED_PRECONDITION.
+    """
     StopWorkflowInstance: _grpc.UnaryUnaryMultiCallable[_master_service_pb2.StopWorkflowInstanceRequest, _master_service_pb2.StopWorkflowInstanceResponse]
-    """Stops an unfinished instance: running tasks are killed."""
+    """Stops an unfinished instance: running tasks are killed, queued ones never start. Accepted by any
+    master and answered like PauseWorkflowInstance (APPLIED with READY_STOP or STOPPED, or PENDING).
+    An instance nobody drives (SUBMITTED, PAUSED) is STOPPED at once; a stop of an instance already
+    stopping joins that stop. FAILED_PRECONDITION for a finished instance.
+    """
     ResumeWorkflowInstance: _grpc.UnaryUnaryMultiCallable[_master_service_pb2.ResumeWorkflowInstanceRequest, _master_service_pb2.ResumeWorkflowInstanceResponse]
     """Resumes a PAUSED instance where it left off."""
     RerunWorkflowInstance: _grpc.UnaryUnaryMultiCallable[_master_service_pb2.RerunWorkflowInstanceRequest, _master_service_pb2.RerunWorkflowInstanceResponse]
@@ -146,9 +157,20 @@ class MasterServiceAsyncStub(MasterServiceStub):
     the instance is SUBMITTED when this returns and a master claims it at once.
     """
     PauseWorkflowInstance: _aio.UnaryUnaryMultiCallable[_master_service_pb2.PauseWorkflowInstanceRequest, _master_service_pb2.PauseWorkflowInstanceResponse]  # type: ignore[assignment]
-    """Pauses a RUNNING instance: running tasks finish, nothing new starts. FAILED_PRECONDITION otherwise."""
+    """Pauses a RUNNING instance: running tasks finish, nothing new starts. FAILED_PRECONDITION otherwise
+    (also when a pause or a stop is already under way, or was requested and not yet applied).
+    Any master accepts it, whichever master drives the instance: the pause is recorded durably and the
+    owner applies it. The call returns once it is applied (status APPLIED, the instance READY_PAUSE or
+    PAUSED) or, when the call's deadline (at most 30 s) comes first, with status PENDING and the
+    instance as it is; a pending pause is still applied later (or refused if the instance ends first).
+    A pause found illegal when the owner comes to apply it answers FAILED_PRECONDITION.
+    """
     StopWorkflowInstance: _aio.UnaryUnaryMultiCallable[_master_service_pb2.StopWorkflowInstanceRequest, _master_service_pb2.StopWorkflowInstanceResponse]  # type: ignore[assignment]
-    """Stops an unfinished instance: running tasks are killed."""
+    """Stops an unfinished instance: running tasks are killed, queued ones never start. Accepted by any
+    master and answered like PauseWorkflowInstance (APPLIED with READY_STOP or STOPPED, or PENDING).
+    An instance nobody drives (SUBMITTED, PAUSED) is STOPPED at once; a stop of an instance already
+    stopping joins that stop. FAILED_PRECONDITION for a finished instance.
+    """
     ResumeWorkflowInstance: _aio.UnaryUnaryMultiCallable[_master_service_pb2.ResumeWorkflowInstanceRequest, _master_service_pb2.ResumeWorkflowInstanceResponse]  # type: ignore[assignment]
     """Resumes a PAUSED instance where it left off."""
     RerunWorkflowInstance: _aio.UnaryUnaryMultiCallable[_master_service_pb2.RerunWorkflowInstanceRequest, _master_service_pb2.RerunWorkflowInstanceResponse]  # type: ignore[assignment]
@@ -297,7 +319,14 @@ class MasterServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _master_service_pb2.PauseWorkflowInstanceRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_master_service_pb2.PauseWorkflowInstanceResponse, _abc.Awaitable[_master_service_pb2.PauseWorkflowInstanceResponse]]:
-        """Pauses a RUNNING instance: running tasks finish, nothing new starts. FAILED_PRECONDITION otherwise."""
+        """Pauses a RUNNING instance: running tasks finish, nothing new starts. FAILED_PRECONDITION otherwise
+        (also when a pause or a stop is already under way, or was requested and not yet applied).
+        Any master accepts it, whichever master drives the instance: the pause is recorded durably and the
+        owner applies it. The call returns once it is applied (status APPLIED, the instance READY_PAUSE or
+        PAUSED) or, when the call's deadline (at most 30 s) comes first, with status PENDING and the
+        instance as it is; a pending pause is still applied later (or refused if the instance ends first).
+        A pause found illegal when the owner comes to apply it answers FAILED_PRECONDITION.
+        """
 
     @_abc_1.abstractmethod
     def StopWorkflowInstance(
@@ -305,7 +334,11 @@ class MasterServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _master_service_pb2.StopWorkflowInstanceRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_master_service_pb2.StopWorkflowInstanceResponse, _abc.Awaitable[_master_service_pb2.StopWorkflowInstanceResponse]]:
-        """Stops an unfinished instance: running tasks are killed."""
+        """Stops an unfinished instance: running tasks are killed, queued ones never start. Accepted by any
+        master and answered like PauseWorkflowInstance (APPLIED with READY_STOP or STOPPED, or PENDING).
+        An instance nobody drives (SUBMITTED, PAUSED) is STOPPED at once; a stop of an instance already
+        stopping joins that stop. FAILED_PRECONDITION for a finished instance.
+        """
 
     @_abc_1.abstractmethod
     def ResumeWorkflowInstance(
