@@ -43,6 +43,7 @@ from pathlib import Path
 from dsched.errors import DschedError
 from dsched.server.api.context import MasterContext
 from dsched.server.api.log_proxy import LogProxy
+from dsched.server.api.master_peer import MasterPeerServicer
 from dsched.server.api.master_servicer import MasterServicer
 from dsched.server.api.task_events import TaskEventServicer
 from dsched.server.clock import SystemClock
@@ -59,9 +60,11 @@ from dsched.server.coord.registry import ConnectionState, Registry
 from dsched.server.core.backoff import Backoff
 from dsched.server.core.ports import Clock
 from dsched.server.engine.commands import CommandConsumer
+from dsched.server.engine.control_sweep import ControlSweep
 from dsched.server.engine.dispatcher import Dispatcher
 from dsched.server.engine.failover import Failover, fail_over_epoch
 from dsched.server.engine.notifier import Notifier
+from dsched.server.engine.peers import Peers
 from dsched.server.engine.reloads import DEFAULT_SWEEP_INTERVAL_S, Reloads
 from dsched.server.engine.runners import Runners
 from dsched.server.engine.services import EngineMetrics, EngineServices
@@ -81,6 +84,8 @@ from dsched.server.store.database import Database
 from dsched.v1 import (
     log_service_pb2,
     log_service_pb2_grpc,
+    master_peer_service_pb2,
+    master_peer_service_pb2_grpc,
     master_service_pb2,
     master_service_pb2_grpc,
     task_event_service_pb2,
@@ -105,7 +110,10 @@ CLIENT_SERVICES = (
     master_service_pb2.DESCRIPTOR.services_by_name["MasterService"],
     log_service_pb2.DESCRIPTOR.services_by_name["LogService"],
 )
-CLUSTER_SERVICES = (task_event_service_pb2.DESCRIPTOR.services_by_name["TaskEventService"],)
+CLUSTER_SERVICES = (
+    task_event_service_pb2.DESCRIPTOR.services_by_name["TaskEventService"],
+    master_peer_service_pb2.DESCRIPTOR.services_by_name["MasterPeerService"],
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,12 +150,14 @@ class Master:
             registry, self.clock, selector=options.host_selector, warmup=options.warmup
         )
         self.dispatcher = Dispatcher(self.workers)
+        self.peers = Peers()
         self.address = ""
         self.cluster_address = ""
         self.epoch = 0
         self.start_time = self.clock.now()
         self.services: EngineServices | None = None
         self.consumer: CommandConsumer | None = None
+        self.control_sweep: ControlSweep | None = None
         self._serving: Serving | None = None
         self._cluster_serving: Serving | None = None
         self._task_events: TaskEventServicer | None = None
@@ -187,12 +197,13 @@ class Master:
             version=VERSION,
             default_group=self.options.default_group,
             ready=_noop,
+            peers=self.peers,
         )
         task_events = self._task_events = TaskEventServicer(ctx)
         self._serving = Serving(_client_services(ctx), f"{self.options.host}:{self.options.port}")
         port = await self._serving.start()
         self.address = ctx.address = f"{self.options.host}:{port}"
-        self.cluster_address = await self._serve_cluster(task_events)
+        self.cluster_address = await self._serve_cluster(task_events, MasterPeerServicer(ctx))
         async with self.db.transaction() as conn:
             self.epoch = await servers.new_epoch(conn, "MASTER", self.address, self.clock.now())
         self.services = EngineServices(
@@ -220,6 +231,7 @@ class Master:
             enabled=lambda: self._registered,
         )
         self.db.availability.subscribe(self._on_database)
+        self.control_sweep = ControlSweep(self.services, self.runners)
         self.failover = Failover(
             self.services,
             self.registry,
@@ -241,6 +253,7 @@ class Master:
         await self.failover.start()
         await self.reloads.start()
         await self.consumer.start()
+        await self.control_sweep.start()
         log.info(
             "master %s started (epoch %s); workers report to %s",
             self.address,
@@ -248,14 +261,14 @@ class Master:
             self.cluster_address,
         )
 
-    async def _serve_cluster(self, task_events: TaskEventServicer) -> str:
+    async def _serve_cluster(self, task_events: TaskEventServicer, peer: MasterPeerServicer) -> str:
         """Binds the cluster listener and returns its address. With ``cluster_port`` 0, the port
         of the previous incarnation (remembered in the data directory) is tried first: a worker
         that restarts with it (standalone) resends the events in its outbox to that address."""
         host, wanted = self.options.cluster_host or self.options.host, self.options.cluster_port
         memo = self.options.data_dir / CLUSTER_PORT_FILE
         for port in _remembered_port(memo) if wanted == 0 else []:
-            serving = Serving(_cluster_services(task_events), f"{host}:{port}")
+            serving = Serving(_cluster_services(task_events, peer), f"{host}:{port}")
             try:
                 bound = await serving.start()
             except (OSError, RuntimeError):
@@ -263,7 +276,7 @@ class Master:
                 continue
             self._cluster_serving = serving
             return f"{host}:{bound}"
-        self._cluster_serving = Serving(_cluster_services(task_events), f"{host}:{wanted}")
+        self._cluster_serving = Serving(_cluster_services(task_events, peer), f"{host}:{wanted}")
         bound = await self._cluster_serving.start()
         if wanted == 0:
             with contextlib.suppress(OSError):  # only a convenience for the next start
@@ -314,6 +327,7 @@ class Master:
             limit = shutdown.share(_UNREGISTER_S, 0.1)
             await shutdown.step(what, leaving, limit=limit, reserve=_TAIL_S)
         await shutdown.step("close the worker channels", self.workers.stop(), reserve=_TAIL_S)
+        await shutdown.step("close the master channels", self.peers.close(), reserve=_TAIL_S)
         closing_db = shutdown.share(_CLOSE_DB_S, 0.1)
         servings = [s for s in (self._serving, self._cluster_serving) if s is not None]
         if servings:
@@ -334,6 +348,8 @@ class Master:
             await self.consumer.stop()
         if self.reloads is not None:
             await self.reloads.stop()
+        if self.control_sweep is not None:
+            await self.control_sweep.stop()
 
     @property
     def _node(self) -> str:
@@ -496,15 +512,20 @@ async def _noop() -> None:
     return None
 
 
-def _cluster_services(task_events: TaskEventServicer) -> list[Service]:
+def _cluster_services(task_events: TaskEventServicer, peer: MasterPeerServicer) -> list[Service]:
     """What only cluster members call: served on the cluster listener alone."""
-    [task_event_service] = CLUSTER_SERVICES
+    task_event_service, master_peer_service = CLUSTER_SERVICES
     return [
         Service(
             task_event_service.full_name,
             task_events,
             task_event_service_pb2_grpc.add_TaskEventServiceServicer_to_server,
-        )
+        ),
+        Service(
+            master_peer_service.full_name,
+            peer,
+            master_peer_service_pb2_grpc.add_MasterPeerServiceServicer_to_server,
+        ),
     ]
 
 

@@ -9,6 +9,7 @@ from datetime import datetime
 from dsched.server.coord.registry import Registry
 from dsched.server.core.ports import Clock
 from dsched.server.engine.notifier import Notifier
+from dsched.server.engine.peers import Peers
 from dsched.server.engine.runners import Runners
 from dsched.server.engine.services import EngineMetrics
 from dsched.server.engine.workers import WorkerDirectory
@@ -33,3 +34,4 @@ class MasterContext:
     version: str
     default_group: str
     ready: Callable[[], Awaitable[None]]
+    peers: Peers

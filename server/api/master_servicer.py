@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dsched.server.api.context import MasterContext
+from dsched.server.api.controls import ControlsApi
 from dsched.server.api.definitions import DefinitionsApi
 from dsched.server.api.queries import QueriesApi
 from dsched.server.api.runs import RunsApi
@@ -10,7 +11,7 @@ from dsched.v1 import master_service_pb2_grpc
 
 
 class MasterServicer(
-    DefinitionsApi, RunsApi, QueriesApi, master_service_pb2_grpc.MasterServiceServicer
+    DefinitionsApi, RunsApi, ControlsApi, QueriesApi, master_service_pb2_grpc.MasterServiceServicer
 ):
     """Every MasterService RPC; the mixins share ``ctx``."""
 

@@ -1,15 +1,12 @@
 """MasterService: starting runs and controlling workflow instances.
 
 Starting, resuming, rerunning, recovering and executing-from-task write the instance state and a
-command in one transaction and wake the command consumer. Pause and stop of an instance a master is
-driving go to that instance's runner, which owns every write to it (ARCHITECTURE.md §4);
-instances nobody drives yet (SUBMITTED, PAUSED) are stopped directly in the store with a conditional
-update.
+command in one transaction and wake the command consumer, so any master serves them. Pause and stop
+are in :mod:`dsched.server.api.controls`.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from grpc import aio
@@ -25,12 +22,11 @@ from dsched.options import (
 )
 from dsched.server.api import convert
 from dsched.server.api.context import MasterContext
-from dsched.server.api.idempotency import once, recall, remember_answer
+from dsched.server.api.idempotency import once
 from dsched.server.api.validation import Checks
 from dsched.server.core import transitions
 from dsched.server.core.dag import Dag
 from dsched.server.core.records import InstanceRecord, RunOptions, RunScope
-from dsched.server.engine.messages import Control, ControlKind
 from dsched.server.store import definitions, events
 from dsched.server.store import instances as instance_repo
 from dsched.server.store import task_instances as ti_repo
@@ -138,99 +134,6 @@ class RunsApi:
         )
         self.ctx.notifier.notify_commands(response.instance.id)
         return response
-
-    # ------------------------------------------------------------------------ pause / stop
-
-    async def PauseWorkflowInstance(
-        self, request: pb.PauseWorkflowInstanceRequest, context: Ctx
-    ) -> Any:
-        _id_checks(request.id, request.request_id)
-        method = "PauseWorkflowInstance"
-        stored = await recall(
-            self.ctx, request.request_id, method, pb.PauseWorkflowInstanceResponse
-        )
-        if stored is not None:
-            return stored
-        instance = await self._instance(request.id)
-        transitions.require_state(
-            instance.state, transitions.CAN_PAUSE, action="pause", instance_id=request.id
-        )
-        record = await self._via_owner(instance, ControlKind.PAUSE)
-        answer = pb.PauseWorkflowInstanceResponse(instance=convert.instance(record))
-        await remember_answer(self.ctx, request.request_id, method, answer)
-        return answer
-
-    async def StopWorkflowInstance(
-        self, request: pb.StopWorkflowInstanceRequest, context: Ctx
-    ) -> Any:
-        _id_checks(request.id, request.request_id)
-        method = "StopWorkflowInstance"
-        stored = await recall(self.ctx, request.request_id, method, pb.StopWorkflowInstanceResponse)
-        if stored is not None:
-            return stored
-        record = await self._stop(request.id)
-        answer = pb.StopWorkflowInstanceResponse(instance=convert.instance(record))
-        await remember_answer(self.ctx, request.request_id, method, answer)
-        return answer
-
-    async def _stop(self, instance_id: int) -> InstanceRecord:
-        for _ in range(3):  # the instance may be claimed between our read and our write
-            instance = await self._instance(instance_id)
-            if instance.state is W.READY_STOP:
-                return instance
-            if instance.state in transitions.CAN_STOP_VIA_OWNER:
-                return await self._via_owner(instance, ControlKind.STOP)
-            transitions.require_state(
-                instance.state,
-                transitions.CAN_STOP_IN_STORE | transitions.CAN_STOP_VIA_OWNER,
-                action="stop",
-                instance_id=instance_id,
-            )
-            if await self._stop_in_store(instance):
-                return await self._instance(instance_id)
-        raise Unavailable(
-            f"workflow instance {instance_id} keeps changing; retry", reason="CONCURRENT_CHANGE"
-        )
-
-    async def _stop_in_store(self, instance: InstanceRecord) -> bool:
-        now = self.ctx.clock.now()
-        async with self.ctx.db.transaction() as conn:
-            if not await instance_repo.set_state(
-                conn,
-                instance.id,
-                epoch=None,
-                expected={instance.state},
-                state=W.STOPPED,
-                values={"end_time": now, "state_reason": "stopped by user"},
-            ):
-                return False
-            await instance_repo.delete_commands(conn, instance.id)
-            await events.append(
-                conn,
-                [
-                    NewEvent(
-                        workflow_instance_id=instance.id,
-                        workflow_state=W.STOPPED,
-                        message="stopped by user",
-                    )
-                ],
-                now,
-            )
-        self.ctx.notifier.notify(instance.id)
-        return True
-
-    async def _via_owner(self, instance: InstanceRecord, kind: ControlKind) -> InstanceRecord:
-        runner = self.ctx.runners.get(instance.id)
-        if runner is None or runner.done:
-            raise Unavailable(
-                f"workflow instance {instance.id} is driven by master {instance.host or '?'}; "
-                "retry on that master",
-                reason="NOT_OWNER",
-                metadata={"instance": str(instance.id), "owner": instance.host},
-            )
-        reply: asyncio.Future[InstanceRecord] = asyncio.get_running_loop().create_future()
-        runner.post(Control(kind, reply))
-        return await reply
 
     # ------------------------------------------------------------------------ restarts
 

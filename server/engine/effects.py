@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dsched.server.core.records import InstanceRecord
 from dsched.server.engine.jobs import DispatchJob
@@ -26,6 +26,8 @@ class Effects:
     adopts: list[tuple[int, int, str, int]] = field(default_factory=list)
     timers: list[tuple[float, Message]] = field(default_factory=list)
     replies: list[asyncio.Future[InstanceRecord]] = field(default_factory=list)
+    # Futures to complete after the commit: with None (done) or with the exception (a refusal).
+    answers: list[tuple[asyncio.Future[Any], BaseException | None]] = field(default_factory=list)
 
     def ack(self, event: WorkerEvent, ack: Ack) -> None:
         self.acks.append((event, ack))
@@ -45,6 +47,12 @@ class Effects:
     def reply_instance(self, future: asyncio.Future[InstanceRecord]) -> None:
         self.replies.append(future)
 
+    def done(self, future: asyncio.Future[None]) -> None:
+        self.answers.append((future, None))
+
+    def refuse(self, future: asyncio.Future[Any], error: BaseException) -> None:
+        self.answers.append((future, error))
+
     def run(self, runner: InstanceRunner) -> None:
         """Carries the effects out (called once, right after the batch committed)."""
         for event, ack in self.acks:
@@ -61,3 +69,10 @@ class Effects:
             runner.schedule(delay, message)
         for future in self.replies:
             runner.s.spawn(runner.s.reply_with_instance(runner.id, future))
+        for answer, error in self.answers:
+            if answer.done():
+                continue
+            if error is None:
+                answer.set_result(None)
+            else:
+                answer.set_exception(error)

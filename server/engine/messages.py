@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
+from dsched.server.core.controls import ControlKind
 from dsched.server.core.records import InstanceRecord
 
 
@@ -119,15 +120,24 @@ class KillUnanswered:
     task_instance_id: int
 
 
-class ControlKind(StrEnum):
-    PAUSE = "PAUSE"
-    STOP = "STOP"
+@dataclass(slots=True)
+class Control:
+    """A pause or stop a client sent to this master, which drives the instance: recorded and
+    applied in one batch. ``reply`` gets the instance after the commit, or the refusal (the
+    caller may cancel it to withdraw a control not yet taken up)."""
+
+    kind: ControlKind
+    request_id: str
+    requested_by: str
+    reply: asyncio.Future[InstanceRecord]
 
 
 @dataclass(slots=True)
-class Control:
-    kind: ControlKind
-    reply: asyncio.Future[InstanceRecord]
+class ApplyControls:
+    """Controls were recorded for this instance by another master (or while nobody drove it):
+    apply them. ``reply`` (if any) is set once they are applied and committed."""
+
+    reply: asyncio.Future[None] | None = None
 
 
 Message = (
@@ -141,4 +151,5 @@ Message = (
     | WorkerGone
     | Waiting
     | Control
+    | ApplyControls
 )

@@ -28,12 +28,13 @@ from dsched.server.core.params import idempotency_key, resolve_params
 from dsched.server.core.ports import Clock
 from dsched.server.core.records import InstanceRecord, TaskInstanceRecord, WorkflowRecord
 from dsched.server.core.transitions import OWNED_STATES
+from dsched.server.engine import control_apply
 from dsched.server.engine.effects import Effects
 from dsched.server.engine.jobs import DispatchJob, DispatchSpec
 from dsched.server.engine.messages import (
     Ack,
+    ApplyControls,
     Control,
-    ControlKind,
     Decision,
     DelayDue,
     Dispatched,
@@ -169,7 +170,7 @@ class InstanceRunner:
 
     async def _run(self) -> None:
         try:
-            await self._commit(lambda b: self._apply(b, self.execution.start(b.now)), [])
+            await self._commit(self._begin, [])
             while not self.done:
                 batch = [await self._queue.get()]
                 # Let whatever else is ready (more events off the stream) land first: one
@@ -190,6 +191,10 @@ class InstanceRunner:
                     track.job.cancelled = True
             self._fail_pending(Ack(Decision.RETRY_LATER, "instance runner stopped"))
             self._on_exit(self)
+
+    async def _begin(self, b: _Batch) -> None:
+        await control_apply.on_start(self, b)
+        await self._apply(b, self.execution.start(b.now))
 
     async def _commit(self, work: Callable[[_Batch], Any], messages: list[Message]) -> None:
         effects = Effects()
@@ -240,7 +245,7 @@ class InstanceRunner:
         for msg in messages:
             if isinstance(msg, WorkerEvent) and not msg.reply.done():
                 msg.reply.set_result(ack)
-            elif isinstance(msg, Control) and not msg.reply.done():
+            elif isinstance(msg, (Control, ApplyControls)) and msg.reply and not msg.reply.done():
                 msg.reply.set_exception(error)
 
     def _fail_pending(self, ack: Ack) -> None:
@@ -278,8 +283,10 @@ class InstanceRunner:
                 await self._on_worker_gone(b, msg)
             elif isinstance(msg, Waiting):
                 self._on_waiting(b, msg)
+            elif isinstance(msg, ApplyControls):
+                await control_apply.on_apply(self, b, msg)
             else:
-                await self._on_control(b, msg)
+                await control_apply.on_control(self, b, msg)
 
     async def _on_worker_event(self, b: _Batch, msg: WorkerEvent) -> None:
         event = msg.event
@@ -472,23 +479,11 @@ class InstanceRunner:
             self._set_state(b, track, TaskState.KILLED, "killed before it started")
             await self._apply(b, self.execution.task_state(track.task, TaskState.KILLED, b.now))
 
-    async def _on_control(self, b: _Batch, msg: Control) -> None:
-        before = self.execution.phase
-        actions = self.execution.pause() if msg.kind is ControlKind.PAUSE else self.execution.stop()
-        after = self.execution.phase
-        if after is not before and self.execution.finished is None:
-            b.instance_values["state"] = after.value
-            b.events.append(
-                NewEvent(
-                    workflow_instance_id=self.id,
-                    workflow_state=after,
-                    message=f"{msg.kind.value.lower()} requested",
-                )
-            )
-        await self._apply(b, actions)
-        b.effects.reply_instance(msg.reply)
-
     # ------------------------------------------------------------------------- actions
+
+    async def apply_actions(self, b: _Batch, actions: list[ex.Action]) -> None:
+        """Carries out what the execution decided, in batch ``b`` (for the control module)."""
+        await self._apply(b, actions)
 
     async def _apply(self, b: _Batch, actions: list[ex.Action]) -> None:
         pending = list(actions)
@@ -563,6 +558,7 @@ class InstanceRunner:
                 workflow_instance_id=self.id, workflow_state=action.state, message=action.reason
             )
         )
+        await control_apply.refuse_leftovers(self, b, action.state)
 
     async def _flush(self, b: _Batch) -> None:
         """Writes what the batch accumulated: task instance changes, new attempts (which supersede

@@ -16,6 +16,7 @@ from dsched.client import Client, default_client
 from dsched.errors import (
     Aborted,
     AlreadyExists,
+    ControlPending,
     DschedError,
     FailedPrecondition,
     FieldViolation,
@@ -66,6 +67,7 @@ __all__ = [
     "Client",
     "ClusterMember",
     "CommandType",
+    "ControlPending",
     "DschedError",
     "FailedPrecondition",
     "FailureStrategy",

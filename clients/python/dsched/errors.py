@@ -18,6 +18,7 @@ wire::
     ├── OutOfRange                   (OUT_OF_RANGE)      e.g. a compacted cursor
     ├── ResourceExhausted            (RESOURCE_EXHAUSTED)
     ├── Unavailable                  (UNAVAILABLE)       retryable
+    ├── ControlPending               (DEADLINE_EXCEEDED) raised by the SDK, never sent
     ├── PermissionDenied             (PERMISSION_DENIED)
     ├── Unauthenticated              (UNAUTHENTICATED)
     └── Internal                     (INTERNAL)
@@ -27,7 +28,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from dsched.results import WorkflowInstance
 
 DOMAIN = "dsched"
 
@@ -134,6 +138,32 @@ class ResourceExhausted(DschedError):
 class Unavailable(DschedError):
     code = "UNAVAILABLE"
     default_reason = "UNAVAILABLE"
+
+
+class ControlPending(DschedError):
+    """A pause or stop was recorded but not applied before the call's deadline: the master
+    driving the instance is busy, unreachable, or dead and its instances are being taken over.
+
+    It is still applied (or refused, if the instance ends first); the instance's events say which.
+    Call again with the same ``request_id`` to wait again, or watch the instance. ``instance`` is
+    the instance as it was when the call returned. The server answers such a call with status
+    CONTROL_STATUS_PENDING; only the SDK turns that into this error.
+    """
+
+    code = "DEADLINE_EXCEEDED"
+    default_reason = "CONTROL_PENDING"
+
+    def __init__(self, message: str, *, instance: WorkflowInstance, request_id: str) -> None:
+        super().__init__(
+            message,
+            metadata={
+                "instance": str(instance.id),
+                "state": instance.state.value,
+                "request_id": request_id,
+            },
+        )
+        self.instance = instance
+        self.request_id = request_id
 
 
 class PermissionDenied(DschedError):

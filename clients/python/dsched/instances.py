@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from dsched import coerce, convert
-from dsched.errors import InvalidArgument, Unavailable
+from dsched.errors import ControlPending, InvalidArgument, Unavailable
 from dsched.names import reason_for
 from dsched.options import FailureStrategy, Priority, TaskDependType
 from dsched.results import InstanceEvent, LogChunk, Page, TaskInstance, WatchFrame, WorkflowInstance
@@ -18,11 +18,25 @@ from dsched.rpc import request_id as _rid
 from dsched.spec import params_violations
 from dsched.states import WorkflowState
 from dsched.streams import resume
-from dsched.v1 import log_service_pb2, master_service_pb2
+from dsched.v1 import enums_pb2, log_service_pb2, master_service_pb2
 
 
 def _instance(resp: Any) -> WorkflowInstance:
     return convert.instance_from_proto(resp.instance)
+
+
+def _applied(action: str, request_id: str, resp: Any) -> WorkflowInstance:
+    """The instance of a pause or stop answer; ControlPending if the control is still pending."""
+    instance = _instance(resp)
+    if resp.status == enums_pb2.CONTROL_STATUS_PENDING:
+        raise ControlPending(
+            f"the {action} of instance {instance.id} is recorded but not applied yet (the "
+            f"instance is {instance.state}): the master driving it applies it once it can; "
+            "call again with the same request_id to wait, or watch the instance",
+            instance=instance,
+            request_id=request_id,
+        )
+    return instance
 
 
 def _looks_terminal(frame: WatchFrame) -> bool:
@@ -91,14 +105,31 @@ class InstanceCalls(RpcBase):
         return _instance(self._call(self._master.StartWorkflow, req))
 
     def pause_instance(self, id: int, *, request_id: str | None = None) -> WorkflowInstance:
-        """Pauses a RUNNING instance: READY_PAUSE, then PAUSED once running tasks finish."""
-        req = master_service_pb2.PauseWorkflowInstanceRequest(id=id, request_id=_rid(request_id))
-        return _instance(self._call(self._master.PauseWorkflowInstance, req))
+        """Pauses a RUNNING instance: READY_PAUSE, then PAUSED once running tasks finish. Any
+        master accepts it; returns the instance once the master driving it applied the pause.
+
+        Raises:
+            ControlPending: recorded, but not applied within the call's timeout (it still will
+                be); call again with its ``request_id`` to wait again.
+            FailedPrecondition: the instance is not RUNNING (or a pause or stop is under way).
+        """
+        rid = _rid(request_id)
+        req = master_service_pb2.PauseWorkflowInstanceRequest(id=id, request_id=rid)
+        return _applied("pause", rid, self._call(self._master.PauseWorkflowInstance, req))
 
     def stop_instance(self, id: int, *, request_id: str | None = None) -> WorkflowInstance:
-        """Stops an unfinished instance, killing its running tasks."""
-        req = master_service_pb2.StopWorkflowInstanceRequest(id=id, request_id=_rid(request_id))
-        return _instance(self._call(self._master.StopWorkflowInstance, req))
+        """Stops an unfinished instance, killing its running tasks; queued tasks never start.
+        Any master accepts it; returns the instance once the stop is applied (READY_STOP, or
+        STOPPED).
+
+        Raises:
+            ControlPending: recorded, but not applied within the call's timeout (it still will
+                be); call again with its ``request_id`` to wait again.
+            FailedPrecondition: the instance is finished.
+        """
+        rid = _rid(request_id)
+        req = master_service_pb2.StopWorkflowInstanceRequest(id=id, request_id=rid)
+        return _applied("stop", rid, self._call(self._master.StopWorkflowInstance, req))
 
     def resume_instance(self, id: int, *, request_id: str | None = None) -> WorkflowInstance:
         """Resumes a PAUSED instance where it left off."""

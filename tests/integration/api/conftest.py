@@ -429,6 +429,7 @@ _TABLES = [
     models.TaskInstance,
     models.InstanceEvent,
     models.RequestLog,
+    models.ControlRequest,
 ]
 
 

@@ -22,6 +22,7 @@ from tests.integration.api.conftest import WAIT_S, Cluster, pb
 
 SERVICES = [
     "dsched.v1.LogService",
+    "dsched.v1.MasterPeerService",
     "dsched.v1.MasterService",
     "grpc.health.v1.Health",
     "grpc.reflection.v1.ServerReflection",

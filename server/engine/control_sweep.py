@@ -1,0 +1,63 @@
+"""The owner's fallback for controls whose nudge never arrived (ARCHITECTURE.md §4).
+
+A master that records a control for another master's instance nudges the owner at once; the nudge
+can be lost (the recording master died right after its commit, or gave up at the call's deadline
+while the owner was unreachable). Now and then each master looks for pending controls of the
+instances its epoch owns and hands them to their runners. Instances being taken over need no sweep:
+the adopting master applies their pending controls when it restores them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from dsched.server.engine.messages import ApplyControls
+from dsched.server.engine.runners import Runners
+from dsched.server.engine.services import EngineServices
+from dsched.server.store import controls as control_repo
+
+log = logging.getLogger(__name__)
+
+SWEEP_S = 5.0
+
+
+class ControlSweep:
+    """``start``/``stop``; :meth:`sweep_once` is one pass."""
+
+    def __init__(self, services: EngineServices, runners: Runners, *, every: float = SWEEP_S):
+        self.s = services
+        self.runners = runners
+        self.every = every
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="control-sweep")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.every)
+            try:
+                await self.sweep_once()
+            except Exception as exc:  # the store may be away; the next pass tries again
+                log.warning("control sweep failed: %s", exc)
+
+    async def sweep_once(self) -> int:
+        """Hands the pending controls of this epoch's instances to their runners; returns how many
+        instances had some."""
+        async with self.s.db.read() as conn:
+            ids = await control_repo.owned_with_pending(conn, self.s.epoch)
+        found = 0
+        for instance_id in ids:
+            runner = self.runners.get(instance_id)
+            if runner is not None and not runner.done:
+                runner.post(ApplyControls())
+                found += 1
+        if found:
+            log.info("control sweep: applying the pending controls of %d instance(s)", found)
+        return found
