@@ -46,14 +46,14 @@ from dsched.server.core import transitions
 from dsched.server.core.backoff import Backoff
 from dsched.server.core.controls import ControlKind, ControlOutcome, ControlRecord
 from dsched.server.core.records import InstanceRecord
-from dsched.server.engine.control_apply import CONTROL_EVENT, refused, reused
+from dsched.server.engine.control_apply import refused, reused
 from dsched.server.engine.messages import ApplyControls, Control
 from dsched.server.store import controls as control_repo
 from dsched.server.store import events
 from dsched.server.store import instances as instance_repo
 from dsched.server.store.database import Conn
 from dsched.server.store.events import NewEvent
-from dsched.states import WorkflowState
+from dsched.states import InstanceEventKind, WorkflowState
 from dsched.v1 import enums_pb2
 from dsched.v1 import master_service_pb2 as pb
 
@@ -241,7 +241,7 @@ class ControlsApi:
             [
                 NewEvent(
                     workflow_instance_id=instance_id,
-                    kind=CONTROL_EVENT,
+                    kind=InstanceEventKind.CONTROL,
                     message=f"{kind.lower()} requested on {self.ctx.address}; "
                     f"to be applied by {owner}",
                 )

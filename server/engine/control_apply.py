@@ -22,13 +22,12 @@ from dsched.server.core.controls import ControlOutcome, ControlRecord, Resolutio
 from dsched.server.engine.messages import ApplyControls, Control
 from dsched.server.store import controls as control_repo
 from dsched.server.store.events import NewEvent
-from dsched.states import WorkflowState
+from dsched.states import InstanceEventKind, WorkflowState
 
 if TYPE_CHECKING:
     from dsched.server.engine.runner import InstanceRunner, _Batch
 
 W = WorkflowState
-CONTROL_EVENT = "CONTROL"
 
 
 async def on_start(runner: InstanceRunner, b: _Batch) -> None:
@@ -101,7 +100,7 @@ async def refuse_leftovers(runner: InstanceRunner, b: _Batch, end: WorkflowState
         b.events.append(
             NewEvent(
                 workflow_instance_id=runner.id,
-                kind=CONTROL_EVENT,
+                kind=InstanceEventKind.CONTROL,
                 message=f"{count} requested control(s) not applied: the instance ended {end}",
             )
         )
@@ -133,7 +132,7 @@ async def _apply(
             b.events.append(
                 NewEvent(
                     workflow_instance_id=runner.id,
-                    kind=CONTROL_EVENT,
+                    kind=InstanceEventKind.CONTROL,
                     message=f"{control.kind.lower()} requested on {control.requested_by} not "
                     f"applied: {control.outcome_reason}",
                 )
