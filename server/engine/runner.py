@@ -553,12 +553,13 @@ class InstanceRunner:
             state=action.state,
             values={"end_time": b.now, "state_reason": action.reason[:1024]},
         )
+        # Before the end event, which watchers take as the last one.
+        await control_apply.refuse_leftovers(self, b, action.state)
         b.events.append(
             NewEvent(
                 workflow_instance_id=self.id, workflow_state=action.state, message=action.reason
             )
         )
-        await control_apply.refuse_leftovers(self, b, action.state)
 
     async def _flush(self, b: _Batch) -> None:
         """Writes what the batch accumulated: task instance changes, new attempts (which supersede

@@ -17,6 +17,7 @@ from dsched.server.store import models
 from dsched.v1 import enums_pb2 as T
 from dsched.v1 import master_service_pb2 as pb
 from tests.integration.api.conftest import (
+    WAIT_S,
     Cluster,
     assert_status,
     failure,
@@ -153,6 +154,7 @@ async def test_a_stop_recorded_while_the_owner_is_gone_is_applied_by_the_master_
     run = await slow_run(zk_cluster, tmp_path, failover_delay=1.0)
     old = run.a.epoch
     zk_cluster.expire(run.a)
+    await asyncio.wait_for(run.a.runners.wait_idle(), WAIT_S)  # a dropped it: nobody drives it
 
     stopped = await stop(run.api_b, run.instance_id, "stop-while-gone", timeout=60)
 
@@ -202,3 +204,37 @@ async def test_a_control_whose_deadline_passes_answers_pending_and_is_applied_la
     assert again.instance.state == T.WORKFLOW_INSTANCE_STATE_STOPPED
     assert (await instance(run.api_a, run.instance_id)).state == T.WORKFLOW_INSTANCE_STATE_STOPPED
     assert run.ledger.runs_of("after") == 0
+
+
+async def test_a_pending_pause_of_an_instance_that_ends_first_is_refused_and_says_so(
+    zk_cluster: ZkCluster, tmp_path: Path
+) -> None:
+    run = await slow_run(zk_cluster, tmp_path, failover_delay=10.0)
+    runner = run.a.runners.get(run.instance_id)
+    assert runner is not None
+    original = runner.post
+
+    def drop_nudges(message: object) -> None:
+        if type(message).__name__ != "ApplyControls":
+            original(message)  # type: ignore[arg-type]
+
+    runner.post = drop_nudges  # type: ignore[method-assign]
+    pending = await pause(run.api_b, run.instance_id, "late-pause", timeout=3)
+    assert pending.status == PENDING
+
+    run.gate.open()  # slow, then after, run to the end before any nudge gets through
+    done = await run_to_end(run.api_b, run.instance_id)
+
+    assert done.state == T.WORKFLOW_INSTANCE_STATE_SUCCEEDED
+    assert run.ledger.runs_of("slow") == 1 and run.ledger.runs_of("after") == 1
+    [(_, _, _, outcome, applied_by)] = await controls_of(run)
+    assert (outcome, applied_by) == ("REJECTED", run.a.epoch)
+    control_events = [e.message for e in done.events if e.kind == T.INSTANCE_EVENT_KIND_CONTROL]
+    assert control_events == [
+        f"pause requested on {run.b.address}; to be applied by master {run.a.address}",
+        "1 requested control(s) not applied: the instance ended SUCCEEDED",
+    ]
+    for api in (run.api_a, run.api_b):  # the same request, asked again: refused, with the reason
+        got = await failure(pause(api, run.instance_id, "late-pause"))
+        assert_status(got, grpc.StatusCode.FAILED_PRECONDITION, "ILLEGAL_TRANSITION")
+        assert "ended SUCCEEDED before the control was applied" in got.message

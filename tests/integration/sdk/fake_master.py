@@ -213,7 +213,16 @@ class FakeMaster(master_service_pb2_grpc.MasterServiceServicer):
         self.world.set_state(request.id, to)
         return self.world.instances[request.id]
 
+    def _pending(self, method: str, request: Any, context: Any) -> Any:
+        self._enter(method, request, context)
+        return self.world.instances[request.id]
+
     def PauseWorkflowInstance(self, request: Any, context: Any) -> Any:
+        if self.world.controls_pending:
+            instance = self._pending("PauseWorkflowInstance", request, context)
+            return M.PauseWorkflowInstanceResponse(
+                instance=instance, status=enums_pb2.CONTROL_STATUS_PENDING
+            )
         running = {WS.WORKFLOW_INSTANCE_STATE_RUNNING}
         instance = self._control(
             "PauseWorkflowInstance",
@@ -222,14 +231,23 @@ class FakeMaster(master_service_pb2_grpc.MasterServiceServicer):
             running,
             WS.WORKFLOW_INSTANCE_STATE_READY_PAUSE,
         )
-        return M.PauseWorkflowInstanceResponse(instance=instance)
+        return M.PauseWorkflowInstanceResponse(
+            instance=instance, status=enums_pb2.CONTROL_STATUS_APPLIED
+        )
 
     def StopWorkflowInstance(self, request: Any, context: Any) -> Any:
+        if self.world.controls_pending:
+            instance = self._pending("StopWorkflowInstance", request, context)
+            return M.StopWorkflowInstanceResponse(
+                instance=instance, status=enums_pb2.CONTROL_STATUS_PENDING
+            )
         unfinished = set(WS.values()) - TERMINAL
         instance = self._control(
             "StopWorkflowInstance", request, context, unfinished, WS.WORKFLOW_INSTANCE_STATE_STOPPED
         )
-        return M.StopWorkflowInstanceResponse(instance=instance)
+        return M.StopWorkflowInstanceResponse(
+            instance=instance, status=enums_pb2.CONTROL_STATUS_APPLIED
+        )
 
     def ResumeWorkflowInstance(self, request: Any, context: Any) -> Any:
         paused = {WS.WORKFLOW_INSTANCE_STATE_PAUSED}

@@ -64,6 +64,8 @@ class World:
         self.tasks: dict[int, resources_pb2.TaskInstance] = {}
         self.logs: dict[int, Log] = {}
         self.auto_run = True
+        # Pause and stop answer CONTROL_STATUS_PENDING and change nothing (an unreachable owner).
+        self.controls_pending = False
         self._ids = itertools.count(1)
         self._task_ids = itertools.count(100)
         self._sequence = itertools.count(1)

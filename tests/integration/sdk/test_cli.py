@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from dsched.v1 import enums_pb2
 from tests import lifeline
 from tests.integration.sdk.conftest import Fake
 
@@ -170,6 +171,23 @@ def test_control_commands(submitted: Fake) -> None:
     stopped = cli(submitted, "stop", "1")
     assert stopped.stdout == "instance 1  STOPPED\n"
     assert cli(submitted, "recover", "1").stdout == "instance 1  SUBMITTED\n"
+
+
+def test_a_pending_control_is_an_error_that_says_it_will_still_be_applied(
+    submitted: Fake,
+) -> None:
+    submitted.world.auto_run = False
+    started = cli(submitted, "run", "etl")
+    assert started.returncode == 0, started.stderr
+    submitted.world.set_state(1, enums_pb2.WORKFLOW_INSTANCE_STATE_RUNNING)
+    submitted.world.controls_pending = True
+    for action in ("pause", "stop"):
+        result = cli(submitted, action, "1")
+        assert (result.returncode, result.stdout) == (1, "")
+        assert result.stderr.startswith(
+            f"error: the {action} of instance 1 is recorded but not applied yet (the instance "
+            "is RUNNING): the master driving it applies it once it can"
+        ), result.stderr
 
 
 def test_workflows_cluster_info(submitted: Fake) -> None:

@@ -129,6 +129,31 @@ def test_control_calls_return_the_new_state(fake: Fake, client: Client) -> None:
     assert client.recover_failed_instance(instance.id).state is dsched.WorkflowState.SUBMITTED
 
 
+def test_a_pending_control_raises_control_pending_with_the_instance_and_request_id(
+    fake: Fake, client: Client
+) -> None:
+    fake.world.auto_run = False
+    _etl().submit(client)
+    instance = client.start_workflow("demo", "etl")
+    fake.world.set_state(instance.id, enums_pb2.WORKFLOW_INSTANCE_STATE_RUNNING)
+    fake.world.controls_pending = True
+    with pytest.raises(dsched.ControlPending) as caught:
+        client.stop_instance(instance.id, request_id="stop-7")
+    err = caught.value
+    assert (err.code, err.reason, err.request_id) == (
+        "DEADLINE_EXCEEDED",
+        "CONTROL_PENDING",
+        "stop-7",
+    )
+    assert err.instance.id == instance.id and err.instance.state is dsched.WorkflowState.RUNNING
+    assert err.metadata == {
+        "instance": str(instance.id),
+        "state": "RUNNING",
+        "request_id": "stop-7",
+    }
+    assert fake.master.seen("StopWorkflowInstance")[-1].request_id == "stop-7"
+
+
 def test_task_instances_and_force_success(fake: Fake, client: Client) -> None:
     final = _etl(script="echo boom\nexit 1").run(client=client, timeout=10)
     assert final.state is dsched.WorkflowState.FAILED
