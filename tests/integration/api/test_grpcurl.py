@@ -22,7 +22,6 @@ from tests.integration.api.conftest import WAIT_S, Cluster, pb
 
 SERVICES = [
     "dsched.v1.LogService",
-    "dsched.v1.MasterPeerService",
     "dsched.v1.MasterService",
     "grpc.health.v1.Health",
     "grpc.reflection.v1.ServerReflection",
@@ -110,6 +109,9 @@ async def test_list_and_describe(grpcurl: Grpcurl) -> None:
     assert sorted(line.strip() for line in out.splitlines() if line.strip()) == SERVICES
     # The workers' service is on the cluster listener only: a grpcurl user cannot call it here.
     code, out, err = await grpcurl.run("dsched.v1.TaskEventService/ReportTaskEvents", data={})
+    assert code != 0 and "Code: Unimplemented" in err, (code, out, err)
+    nudge = {"instance_id": 1}  # nor the masters' service
+    code, out, err = await grpcurl.run("dsched.v1.MasterPeerService/ApplyControls", data=nudge)
     assert code != 0 and "Code: Unimplemented" in err, (code, out, err)
 
     code, out, err = await grpcurl.run("describe", "dsched.v1.MasterService")

@@ -53,7 +53,10 @@ def test_client_services_are_the_master_and_log_services() -> None:
     # listener serves exactly these (tests/listeners.py).
     names = [s.full_name for s in CLIENT_SERVICES]
     assert names == ["dsched.v1.MasterService", "dsched.v1.LogService"]
-    assert [s.full_name for s in CLUSTER_SERVICES] == ["dsched.v1.TaskEventService"]
+    assert [s.full_name for s in CLUSTER_SERVICES] == [
+        "dsched.v1.TaskEventService",
+        "dsched.v1.MasterPeerService",
+    ]
 
 
 def test_no_client_answer_holds_a_fencing_token() -> None:
