@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from dsched.errors import Unavailable
 from dsched.server.engine.messages import ApplyControls
 from dsched.server.engine.runners import Runners
 from dsched.server.engine.services import EngineServices
@@ -44,8 +45,10 @@ class ControlSweep:
             await asyncio.sleep(self.every)
             try:
                 await self.sweep_once()
-            except Exception as exc:  # the store may be away; the next pass tries again
-                log.warning("control sweep failed: %s", exc)
+            except Unavailable:
+                pass  # a database outage (logged once by the store); the next pass tries again
+            except Exception:
+                log.exception("control sweep failed; the next pass tries again")
 
     async def sweep_once(self) -> int:
         """Hands the pending controls of this epoch's instances to their runners; returns how many
