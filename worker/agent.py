@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
@@ -35,7 +36,13 @@ from datetime import datetime
 from dsched.server.constants import WORKERS_PATH
 from dsched.server.coord.registry import ConnectionState, Registry
 from dsched.server.core.backoff import Backoff
-from dsched.server.heartbeat import HeartbeatInfo, HostSample, Thresholds, encode_heartbeat
+from dsched.server.heartbeat import (
+    HeartbeatInfo,
+    HostSample,
+    ServerStatus,
+    Thresholds,
+    encode_heartbeat,
+)
 from dsched.server.shutdown import Shutdown
 from dsched.worker.execution import Clock
 
@@ -96,6 +103,7 @@ class Agent:
         self._suspended = False
         self._fenced = False
         self._stopped = False
+        self._draining = False
         self._connected = asyncio.Event()
         self._wake = asyncio.Event()
         self._heartbeat_task: asyncio.Task[None] | None = None
@@ -104,7 +112,7 @@ class Agent:
     @property
     def unavailable_reason(self) -> str | None:
         """Why new dispatches must be refused now, or None."""
-        if self._stopped:
+        if self._stopped or self._draining:
             return "worker is stopping"
         if self._fenced:
             return "worker lost its registry session and is re-registering"
@@ -123,6 +131,19 @@ class Agent:
             self._connected.set()
         await self._register()
         self._heartbeat_task = asyncio.create_task(self._heartbeats(), name="dsched-heartbeat")
+
+    async def drain(self, shutdown: Shutdown | None = None) -> None:
+        """Starts a graceful stop while staying registered: refuses new dispatches and publishes
+        BUSY (masters send nothing more), but keeps the node and the heartbeat, so masters go on
+        seeing this incarnation alive and do not fail its running attempts over while they finish.
+        Leaving the registry first would let a master re-run them elsewhere after its failover
+        delay, next to the copies still running here. Fencing still applies while draining."""
+        shutdown = shutdown or Shutdown()
+        self._draining = True
+        if self._registered:
+            beat = self._registry.update(self.path, await self._heartbeat())
+            limit = shutdown.share(UNREGISTER_S, 0.1)
+            await shutdown.step(f"publish BUSY at {self.path}", beat, limit=limit)
 
     async def stop(self, shutdown: Shutdown | None = None) -> None:
         """Stops the heartbeat and removes the node, within ``shutdown``'s budget (at most
@@ -193,6 +214,8 @@ class Agent:
     async def _recover(self) -> None:
         for delay in self._backoff.delays():
             await self._connected.wait()
+            if self._draining or self._stopped:
+                return  # a stopping worker fences but does not come back under a new epoch
             try:
                 await self._register()
             except Exception as exc:  # any registry error: wait for the connection and retry
@@ -240,4 +263,6 @@ class Agent:
             pid=self._pid,
             queued=self._queued(),
         )
+        if self._draining:
+            info = dataclasses.replace(info, status=ServerStatus.BUSY)
         return encode_heartbeat(info)

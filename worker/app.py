@@ -7,10 +7,11 @@
 
 ``start`` serves ``WorkerService`` and ``LogService`` (with health and reflection) on
 ``host:port``, takes an epoch and registers in the registry, then starts reporting events (first the
-ones an earlier incarnation left in the outbox). ``stop`` refuses new dispatches, leaves the
-registry, gives running tasks ``grace`` seconds and kills the rest, gives unacknowledged events up
-to ``flush_timeout`` seconds (the rest stay in the outbox), and stops the server, all within the
-budget of a :class:`~dsched.server.shutdown.Shutdown`.
+ones an earlier incarnation left in the outbox). ``stop`` refuses new dispatches and publishes
+BUSY, gives running tasks ``grace`` seconds and kills the rest, gives unacknowledged events up to
+``flush_timeout`` seconds (the rest stay in the outbox), only then leaves the registry (masters fail
+over the attempts of a worker whose node is gone), and stops the server, all within the budget of a
+:class:`~dsched.server.shutdown.Shutdown`.
 
 The registry belongs to the caller: it must be started before :meth:`Worker.start` and is not
 stopped by the worker. Data directory layout: ``logs/`` (task logs and their index), ``exec/`` (one
@@ -45,7 +46,7 @@ from dsched.server.rpc.serving import Service, Serving
 from dsched.server.shutdown import Shutdown
 from dsched.v1 import log_service_pb2, log_service_pb2_grpc, worker_service_pb2
 from dsched.v1 import worker_service_pb2_grpc as worker_grpc
-from dsched.worker.agent import Agent, Sampler
+from dsched.worker.agent import UNREGISTER_S, Agent, Sampler
 from dsched.worker.execution import Clock
 from dsched.worker.log_service import LogServicer
 from dsched.worker.logs import LogStore
@@ -253,8 +254,11 @@ class Worker:
         shutdown = shutdown or Shutdown()
         self._stopping = True
         if self.agent is not None:
-            await self.agent.stop(shutdown)
-        after_kill = DRAIN_TIMEOUT_S + _FLUSH_MIN_S + _SERVER_STOP_S + TAIL_S
+            # Stay registered (as BUSY) until the tasks ended and their events are flushed: a
+            # master fails over the attempts of a worker whose node is gone, and re-running them
+            # while they still run here would run them twice.
+            await self.agent.drain(shutdown)
+        after_kill = DRAIN_TIMEOUT_S + _FLUSH_MIN_S + UNREGISTER_S + _SERVER_STOP_S + TAIL_S
         wanted = self.options.stop_grace if grace is None else grace
         tasks_grace = shutdown.budget(wanted, reserve=self.options.kill_grace + after_kill)
         kill_grace = min(self.options.kill_grace, shutdown.budget(reserve=tasks_grace + after_kill))
@@ -263,12 +267,16 @@ class Worker:
         if await shutdown.step("end the running tasks", task, reserve=after_kill - DRAIN_TIMEOUT_S):
             for what in task.result():
                 shutdown.abandon(f"task attempt {what}: its master runs it again")
-        flush = self.reporter.stop(shutdown.budget(self.options.flush_timeout, reserve=TAIL_S + 1))
+        flush = self.reporter.stop(
+            shutdown.budget(self.options.flush_timeout, reserve=TAIL_S + UNREGISTER_S + 1)
+        )
         flushing = asyncio.ensure_future(flush)
-        if await shutdown.step("flush the task events", flushing, reserve=TAIL_S) and (
-            left := flushing.result()
-        ):
+        if await shutdown.step(
+            "flush the task events", flushing, reserve=TAIL_S + UNREGISTER_S
+        ) and (left := flushing.result()):
             shutdown.abandon(f"{left} task events not acknowledged: the outbox keeps them")
+        if self.agent is not None:
+            await self.agent.stop(shutdown)
         serving = self._serving.stop(shutdown.budget(_SERVER_STOP_S, reserve=TAIL_S))
         await shutdown.step("stop the worker's server", serving, reserve=TAIL_S)
 

@@ -21,7 +21,7 @@ from sqlalchemy.engine import make_url
 
 from dsched import Shell, TaskState, Workflow
 from tests.cluster.harness import Cluster, Member
-from tests.e2e.conftest import eventually, wait_for_task
+from tests.e2e.conftest import eventually, wait_done, wait_for_task
 from tests.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
@@ -153,3 +153,31 @@ def test_a_second_signal_exits_at_once(cluster: Cluster) -> None:
     code, took = exits(master, sent, AT_ONCE_S + MARGIN_S + 10)
     assert code == 128 + signal.SIGINT, master.log_tail()
     assert took < AT_ONCE_S + MARGIN_S
+
+
+def test_a_graceful_worker_stop_lets_its_tasks_finish_and_runs_none_twice(cluster: Cluster) -> None:
+    """SIGTERM to a worker with a task running longer than the failover delay: the worker stays
+    registered (BUSY) while the task finishes, so no master fails the attempt over and runs it
+    again on the other worker next to the copy still running here. The task runs exactly once."""
+    cluster.start(masters=1, workers=2)
+    client = cluster.client()
+    run_s = cluster.timeouts.failover_delay + cluster.timeouts.session + 2
+    with Workflow("drain", project="shutdown") as wf:
+        Shell("long", f'echo "start $DSCHED_ATTEMPT"; sleep {run_s:g}; echo done')
+    run = wf.run(client=client, wait=False)
+    wait_for_task(client, run.id, "long", TaskState.RUNNING, timeout=60)
+    ((host,),) = cluster.db_query(
+        "SELECT host FROM task_instances WHERE workflow_instance_id = $1", run.id
+    )
+    busy = cluster.member_by_address("worker", str(host))
+    (other,) = [w for w in cluster.workers() if w is not busy]
+    assert cluster.stop(busy, timeout=60) == 0, busy.log_tail()
+    final = wait_done(client, run.id, timeout=60)
+    attempts = cluster.db_query(
+        "SELECT attempt, state, host FROM task_instances WHERE workflow_instance_id = $1 "
+        "ORDER BY attempt",
+        run.id,
+    )
+    assert final.state.name == "SUCCEEDED", (attempts, cluster.report_logs())
+    assert attempts == [(1, "SUCCEEDED", host)], cluster.report_logs()
+    assert cluster.task_pids(other) == []
