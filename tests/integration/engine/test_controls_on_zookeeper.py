@@ -13,6 +13,8 @@ import grpc
 import pytest
 from sqlalchemy import select
 
+from dsched.server.engine.messages import ApplyControls, Message
+from dsched.server.engine.runner import InstanceRunner
 from dsched.server.store import models
 from dsched.v1 import enums_pb2 as T
 from dsched.v1 import master_service_pb2 as pb
@@ -58,6 +60,20 @@ async def stop(
 ) -> pb.StopWorkflowInstanceResponse:
     request = pb.StopWorkflowInstanceRequest(id=instance_id, request_id=rid)
     return await c.stub.StopWorkflowInstance(request, timeout=timeout)
+
+
+def lose_nudges(runner: InstanceRunner) -> asyncio.Event:
+    """Makes ``runner`` lose every ApplyControls posted to it, as if the nudges never arrived,
+    until the returned event is set."""
+    found = asyncio.Event()
+    post = runner.post
+
+    def losing(message: Message) -> None:
+        if not isinstance(message, ApplyControls) or found.is_set():
+            post(message)
+
+    runner.post = losing  # type: ignore[method-assign]
+    return found
 
 
 async def test_a_stop_sent_to_the_other_master_is_applied_at_once_by_the_owner(
@@ -181,15 +197,7 @@ async def test_a_control_whose_deadline_passes_answers_pending_and_is_applied_la
     run = await slow_run(zk_cluster, tmp_path, failover_delay=10.0)
     runner = run.a.runners.get(run.instance_id)
     assert runner is not None and run.a.control_sweep is not None
-    held = asyncio.Event()
-    original = runner.post
-
-    def hold_nudges(message: object) -> None:
-        if type(message).__name__ == "ApplyControls" and not held.is_set():
-            return  # lost: as if the nudge never arrived
-        original(message)  # type: ignore[arg-type]
-
-    runner.post = hold_nudges  # type: ignore[method-assign]
+    held = lose_nudges(runner)
 
     pending = await stop(run.api_b, run.instance_id, "slow-stop", timeout=3)
 
@@ -212,13 +220,7 @@ async def test_a_pending_pause_of_an_instance_that_ends_first_is_refused_and_say
     run = await slow_run(zk_cluster, tmp_path, failover_delay=10.0)
     runner = run.a.runners.get(run.instance_id)
     assert runner is not None
-    original = runner.post
-
-    def drop_nudges(message: object) -> None:
-        if type(message).__name__ != "ApplyControls":
-            original(message)  # type: ignore[arg-type]
-
-    runner.post = drop_nudges  # type: ignore[method-assign]
+    lose_nudges(runner)
     pending = await pause(run.api_b, run.instance_id, "late-pause", timeout=3)
     assert pending.status == PENDING
 
@@ -238,3 +240,32 @@ async def test_a_pending_pause_of_an_instance_that_ends_first_is_refused_and_say
         got = await failure(pause(api, run.instance_id, "late-pause"))
         assert_status(got, grpc.StatusCode.FAILED_PRECONDITION, "ILLEGAL_TRANSITION")
         assert "ended SUCCEEDED before the control was applied" in got.message
+
+
+async def test_a_pause_and_a_stop_recorded_while_nobody_drives_the_instance_end_in_a_stop(
+    zk_cluster: ZkCluster, tmp_path: Path
+) -> None:
+    # The owner's runner is gone (as after a failed batch): both controls are recorded, then the
+    # rebuilt runner applies them in recording order before its first actions. A pause followed by
+    # a stop is a stop: the running task is adopted and killed, the next one never starts.
+    run = await slow_run(zk_cluster, tmp_path, failover_delay=10.0)
+    runner = run.a.runners.get(run.instance_id)
+    assert runner is not None and run.a.services is not None
+    await runner.stop()
+
+    first = await pause(run.api_b, run.instance_id, "p", timeout=2)
+    second = await stop(run.api_b, run.instance_id, "s", timeout=2)
+    assert {first.status, second.status} <= {PENDING, APPLIED}
+    run.a.services.reload(run.instance_id, {})
+
+    done = await run_to_end(run.api_b, run.instance_id)
+    assert done.state == T.WORKFLOW_INSTANCE_STATE_STOPPED
+    assert [(r[0], r[3], r[4]) for r in await controls_of(run)] == [
+        ("p", "APPLIED", run.a.epoch),
+        ("s", "APPLIED", run.a.epoch),
+    ]
+    assert run.ledger.runs_of("slow") == 1 and run.ledger.runs_of("after") == 0
+    tis = await task_instances(run.api_a, run.instance_id, superseded=True)
+    assert [(t.task_name, t.attempt, t.state) for t in tis] == [
+        ("slow", 1, T.TASK_INSTANCE_STATE_KILLED)
+    ]
