@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup proto proto-check lint typecheck test test-fast run standalone bench buf-lint check clean
+.PHONY: deps setup proto proto-check lint typecheck test test-fast run standalone bench buf-lint check clean
 
 setup: $(STAMP)
 
@@ -34,7 +34,11 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy clients/python/dsched tests
 
-test: setup
+# System packages the tests need (ZooKeeper, Go and protoc for the Go/TypeScript clients, npm ci).
+deps:
+	scripts/deps
+
+test: deps setup
 	scripts/test
 
 test-fast: setup
