@@ -35,6 +35,59 @@ if TYPE_CHECKING:
 
 DOMAIN = "dsched"
 
+# Bounds of what one error carries, so that any error (a 2,000-task cycle, 2,000 bad names) still
+# fits the 8 KiB of trailers a gRPC client accepts by default: the status message travels twice
+# (``grpc-message``, percent-encoded, and inside ``grpc-status-details-bin``), the details once,
+# base64-encoded. The server's status mapping (``dsched.server.rpc.status``) also caps the encoded
+# details; what is left out is counted in :attr:`DschedError.omitted_violations` and sent as
+# ``ErrorInfo.metadata["omitted_violations"]``.
+MAX_VIOLATIONS = 20
+MAX_MESSAGE_BYTES = 512
+MAX_FIELD_BYTES = 128
+MAX_DESCRIPTION_BYTES = 256
+MAX_METADATA_ENTRIES = 6
+MAX_METADATA_KEY_BYTES = 64
+MAX_METADATA_VALUE_BYTES = 256
+OMITTED_KEY = "omitted_violations"
+_ELLIPSIS = "…"
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes (ending in an ellipsis when cut)."""
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= limit:
+        return text
+    room = limit - len(_ELLIPSIS.encode())
+    return raw[:room].decode("utf-8", "ignore") + _ELLIPSIS
+
+
+def render_violations(violations: Sequence[FieldViolation], omitted: int) -> str:
+    """The `` (field: description; ...; and K more)`` suffix of an error's text ("" if none)."""
+    parts = [f"{v.field}: {v.description}" for v in violations]
+    if omitted:
+        parts.append(f"and {omitted} more")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def with_violations(message: str, violations: Sequence[FieldViolation], omitted: int) -> str:
+    """The text of a status: ``message`` and the rendered violations, clipped as a whole to
+    :data:`MAX_MESSAGE_BYTES` (the details carry every violation in full)."""
+    return clip(message + render_violations(violations, omitted), MAX_MESSAGE_BYTES)
+
+
+def without_violations(text: str, violations: Sequence[FieldViolation], omitted: int) -> str:
+    """Inverts :func:`with_violations`: the message without the (possibly clipped) suffix, since
+    :class:`DschedError` renders the violations itself."""
+    suffix = render_violations(violations, omitted)
+    if not suffix or text.endswith(suffix):
+        return text.removesuffix(suffix)
+    if text.endswith(_ELLIPSIS):
+        body = text.removesuffix(_ELLIPSIS)
+        for cut in range(len(body)):  # the clipped suffix is a prefix of the full one
+            if suffix.startswith(body[cut:]):
+                return body[:cut]
+    return text
+
 
 @dataclass(frozen=True, slots=True)
 class FieldViolation:
@@ -57,6 +110,12 @@ class DschedError(Exception):
         reason: overrides the class's default ``reason`` (UPPER_SNAKE_CASE).
         metadata: extra machine-readable context, sent as ``ErrorInfo.metadata``.
         violations: bad fields, sent as ``BadRequest.field_violations``.
+        omitted: violations the sender of a decoded error left out.
+
+    The message, the metadata and the violations are bounded (see :data:`MAX_VIOLATIONS` and the
+    byte limits above): texts are clipped, violations past the first :data:`MAX_VIOLATIONS` are
+    dropped and counted in :attr:`omitted_violations` (plus ``omitted``, the count an error that
+    arrived over the wire says its sender left out).
     """
 
     code: ClassVar[str] = "UNKNOWN"
@@ -69,12 +128,24 @@ class DschedError(Exception):
         reason: str | None = None,
         metadata: Mapping[str, str] | None = None,
         violations: Sequence[FieldViolation] = (),
+        omitted: int = 0,
     ) -> None:
+        message = clip(message, MAX_MESSAGE_BYTES)
         super().__init__(message)
         self.message = message
         self.reason = reason or self.default_reason
-        self.metadata: dict[str, str] = dict(metadata or {})
-        self.violations: tuple[FieldViolation, ...] = tuple(violations)
+        self.metadata: dict[str, str] = {
+            clip(k, MAX_METADATA_KEY_BYTES): clip(v, MAX_METADATA_VALUE_BYTES)
+            for k, v in list((metadata or {}).items())[:MAX_METADATA_ENTRIES]
+        }
+        kept = violations[:MAX_VIOLATIONS]
+        self.violations: tuple[FieldViolation, ...] = tuple(
+            FieldViolation(
+                clip(v.field, MAX_FIELD_BYTES), clip(v.description, MAX_DESCRIPTION_BYTES)
+            )
+            for v in kept
+        )
+        self.omitted_violations = max(0, omitted) + len(violations) - len(kept)
 
     @property
     def field(self) -> str | None:
@@ -82,10 +153,7 @@ class DschedError(Exception):
         return self.violations[0].field if self.violations else None
 
     def __str__(self) -> str:
-        if not self.violations:
-            return self.message
-        fields = "; ".join(f"{v.field}: {v.description}" for v in self.violations)
-        return f"{self.message} ({fields})"
+        return self.message + render_violations(self.violations, self.omitted_violations)
 
 
 class InvalidArgument(DschedError):

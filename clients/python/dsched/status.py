@@ -13,7 +13,15 @@ import grpc
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from dsched.errors import DOMAIN, DschedError, FieldViolation, Unavailable, error_class
+from dsched.errors import (
+    DOMAIN,
+    OMITTED_KEY,
+    DschedError,
+    FieldViolation,
+    Unavailable,
+    error_class,
+    without_violations,
+)
 
 
 def status_code(err: grpc.RpcError) -> grpc.StatusCode:
@@ -28,17 +36,6 @@ def _text(err: grpc.RpcError) -> str:
     details = getattr(err, "details", None)
     value = details() if callable(details) else None
     return value if isinstance(value, str) else str(err)
-
-
-def _strip_fields(message: str, violations: list[FieldViolation]) -> str:
-    """Drops the ``(field: description; ...)`` suffix the server appends to its message.
-
-    :class:`DschedError` renders violations itself, so keeping the suffix would print them twice.
-    """
-    if not violations:
-        return message
-    suffix = " (" + "; ".join(f"{v.field}: {v.description}" for v in violations) + ")"
-    return message.removesuffix(suffix)
 
 
 def error_from_rpc(err: grpc.RpcError, target: str = "") -> DschedError:
@@ -78,6 +75,7 @@ def error_from_rpc(err: grpc.RpcError, target: str = "") -> DschedError:
                 violations.extend(
                     FieldViolation(v.field, v.description, v.reason) for v in bad.field_violations
                 )
+    omitted = _count(metadata.pop(OMITTED_KEY, ""))
     code_name: str = code.name
     cls = error_class(code_name, reason)
     if cls is Unavailable and not reason:
@@ -87,8 +85,13 @@ def error_from_rpc(err: grpc.RpcError, target: str = "") -> DschedError:
     if cls is DschedError and not reason:
         reason = code_name
     return cls(
-        _strip_fields(message, violations) or code_name,
+        without_violations(message, violations, omitted) or code_name,
         reason=reason or None,
         metadata=metadata,
         violations=violations,
+        omitted=omitted,
     )
+
+
+def _count(text: str) -> int:
+    return int(text) if text.isdigit() and len(text) < 10 else 0

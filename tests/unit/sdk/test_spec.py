@@ -11,7 +11,15 @@ from datetime import timedelta
 
 import pytest
 
-from dsched.errors import FieldViolation, InvalidArgument, InvalidWorkflow, error_class
+from dsched.errors import (
+    MAX_DESCRIPTION_BYTES,
+    MAX_VIOLATIONS,
+    FieldViolation,
+    InvalidArgument,
+    InvalidWorkflow,
+    clip,
+    error_class,
+)
 from dsched.names import MAX_NAME_BYTES, MAX_NAME_LENGTH, MAX_PARAM_NAME_LENGTH, param_path
 from dsched.server.core.dag import Dag
 from dsched.spec import (
@@ -198,7 +206,10 @@ def assert_cycle_reported(spec: WorkflowSpec) -> list[str]:
     err = rejected(spec, "CYCLE_DETECTED")
     found, cyclic = validate_workflow(spec)
     assert cyclic
-    assert list(err.violations) == found
+    # The exception carries the violations clipped to the error bounds; validation, whole.
+    assert list(err.violations) == [
+        FieldViolation(v.field, clip(v.description, MAX_DESCRIPTION_BYTES)) for v in found
+    ]
     (violation,) = [v for v in found if v.description.startswith("cycle: ")]
     path = violation.description.removeprefix("cycle: ").split(" -> ")
     assert path[0] == path[-1]
@@ -645,3 +656,12 @@ def test_find_cycle_agrees_with_the_dag_on_random_graphs() -> None:
             assert cycle[0] == cycle[-1]
             for up, down in itertools.pairwise(cycle):
                 assert up in edges[down]
+
+
+def test_the_error_of_thousands_of_violations_is_bounded() -> None:
+    tasks = tuple(TaskSpec(name=f"-{i}", kind=ShellSpec(script="echo")) for i in range(MAX_TASKS))
+    err = rejected(WorkflowSpec(project="p", name="w", tasks=tasks))
+    assert len(err.violations) == MAX_VIOLATIONS
+    assert err.omitted_violations == MAX_TASKS - MAX_VIOLATIONS
+    assert str(err).endswith(f"; and {MAX_TASKS - MAX_VIOLATIONS} more)")
+    assert len(str(err).encode()) < MAX_VIOLATIONS * 512
