@@ -7,16 +7,16 @@ from typing import Any
 from grpc import aio
 
 from dsched.convert import RELEASE_STATE, workflow_spec_from_proto
-from dsched.errors import InvalidWorkflow
-from dsched.names import reason_for
 from dsched.options import ReleaseState
 from dsched.server.api import convert
 from dsched.server.api.context import MasterContext
 from dsched.server.api.idempotency import once
+from dsched.server.api.pages import collect, sync
 from dsched.server.api.validation import Checks
 from dsched.server.store import definitions as repo
+from dsched.server.store import paging
 from dsched.server.store.database import Conn
-from dsched.spec import MAX_DESCRIPTION_LENGTH, WorkflowSpec, text_violation, validate_workflow
+from dsched.spec import MAX_DESCRIPTION_LENGTH, WorkflowSpec, check_workflow, text_violation
 from dsched.v1 import master_service_pb2 as pb
 from dsched.v1 import resources_pb2
 
@@ -26,18 +26,9 @@ Ctx = aio.ServicerContext[Any, Any]
 def _workflow_spec(msg: resources_pb2.Workflow, request_id: str) -> WorkflowSpec:
     """Decodes and validates a definition from a request; raises with every violation."""
     spec, violations = workflow_spec_from_proto(msg)
-    more, cyclic = validate_workflow(spec)
-    violations.extend(more)
     checks = Checks()
     checks.request_id(request_id)
-    violations.extend(checks.violations)
-    if violations:
-        raise InvalidWorkflow(
-            f"workflow {msg.name!r} is invalid",
-            reason=reason_for(violations, "CYCLE_DETECTED" if cyclic else "INVALID_WORKFLOW"),
-            metadata={"project": msg.project, "workflow": msg.name},
-            violations=violations,
-        )
+    check_workflow(spec, [*violations, *checks.violations])
     return spec
 
 
@@ -73,11 +64,17 @@ class DefinitionsApi:
         return pb.GetProjectResponse(project=convert.project(record))
 
     async def ListProjects(self, request: pb.ListProjectsRequest, context: Ctx) -> Any:
-        async with self.ctx.db.read() as conn:
-            page = await repo.list_projects(conn, request.page_size, request.page_token)
-        return pb.ListProjectsResponse(
-            projects=[convert.project(p) for p in page.items], next_page_token=page.next_token
+        cursor = paging.cursor(
+            "projects", {}, paging.NAME_KEY, request.page_size, request.page_token
         )
+        async with self.ctx.db.read() as conn:
+            items, token = await collect(
+                cursor,
+                lambda after, n: repo.list_projects(conn, after, n),
+                lambda p: p.name,
+                sync(convert.project),
+            )
+        return pb.ListProjectsResponse(projects=items, next_page_token=token)
 
     async def DeleteProject(self, request: pb.DeleteProjectRequest, context: Ctx) -> Any:
         checks = Checks()
@@ -130,13 +127,26 @@ class DefinitionsApi:
         checks = Checks()
         checks.name("project", request.project, "project name")
         checks.raise_if_any()
-        async with self.ctx.db.read() as conn:
-            page = await repo.list_workflows(
-                conn, request.project, request.page_size, request.page_token
-            )
-        return pb.ListWorkflowsResponse(
-            workflows=[convert.workflow(w) for w in page.items], next_page_token=page.next_token
+        cursor = paging.cursor(
+            "workflows",
+            {"project": request.project},
+            paging.NAME_KEY,
+            request.page_size,
+            request.page_token,
         )
+        async with self.ctx.db.read() as conn:
+            project = await repo.get_project(conn, request.project)
+
+            async def load(row: tuple[int, str]) -> resources_pb2.Workflow:
+                return convert.workflow(await repo.get_workflow_by_code(conn, row[0]))
+
+            items, token = await collect(
+                cursor,
+                lambda after, n: repo.workflow_codes(conn, project.id, after, n),
+                lambda row: row[1],
+                load,
+            )
+        return pb.ListWorkflowsResponse(workflows=items, next_page_token=token)
 
     async def ListWorkflowVersions(
         self, request: pb.ListWorkflowVersionsRequest, context: Ctx
@@ -145,14 +155,22 @@ class DefinitionsApi:
         checks.name("project", request.project, "project name")
         checks.name("name", request.name, "workflow name")
         checks.raise_if_any()
-        async with self.ctx.db.read() as conn:
-            page = await repo.list_versions(
-                conn, request.project, request.name, request.page_size, request.page_token
-            )
-        return pb.ListWorkflowVersionsResponse(
-            versions=[convert.workflow_version(v) for v in page.items],
-            next_page_token=page.next_token,
+        cursor = paging.cursor(
+            "versions",
+            {"project": request.project, "workflow": request.name},
+            paging.VERSION_KEY,
+            request.page_size,
+            request.page_token,
         )
+        async with self.ctx.db.read() as conn:
+            code = await repo.workflow_code(conn, request.project, request.name)
+            items, token = await collect(
+                cursor,
+                lambda after, n: repo.list_versions(conn, code, after, n),
+                lambda v: v.version,
+                sync(convert.workflow_version),
+            )
+        return pb.ListWorkflowVersionsResponse(versions=items, next_page_token=token)
 
     async def DeleteWorkflow(self, request: pb.DeleteWorkflowRequest, context: Ctx) -> Any:
         checks = Checks()

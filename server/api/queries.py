@@ -13,12 +13,14 @@ from dsched.convert import SERVER_ROLE, SERVER_STATUS, WORKFLOW_STATE
 from dsched.errors import DschedError, NotFound, Unavailable
 from dsched.server.api import convert
 from dsched.server.api.context import MasterContext
+from dsched.server.api.pages import collect, sync
 from dsched.server.api.validation import Checks
 from dsched.server.constants import MASTERS_PATH, PROGRESS_FRAME_INTERVAL_S
 from dsched.server.core.records import EventRecord
 from dsched.server.heartbeat import HeartbeatInfo, decode_heartbeat
 from dsched.server.store import events as event_log
 from dsched.server.store import instances as instance_repo
+from dsched.server.store import paging
 from dsched.server.store import task_instances as ti_repo
 from dsched.states import WorkflowState
 from dsched.v1 import enums_pb2, resources_pb2
@@ -79,19 +81,31 @@ class QueriesApi:
             except ValueError as exc:  # seconds or nanos outside Timestamp's range
                 checks.add("submitted_after", f"is not a valid timestamp: {exc}")
         checks.raise_if_any()
-        async with self.ctx.db.read() as conn:
-            page = await instance_repo.list_instances(
-                conn,
-                project=request.project,
-                workflow=request.workflow,
-                states=states,
-                submitted_after=after,
-                size=request.page_size,
-                token=request.page_token,
-            )
-        return pb.ListWorkflowInstancesResponse(
-            instances=[convert.instance(r) for r in page.items], next_page_token=page.next_token
+        query = {
+            "project": request.project,
+            "workflow": request.workflow,
+            "states": sorted(s.value for s in states),
+            "submitted_after": after.isoformat() if after is not None else None,
+        }
+        cursor = paging.cursor(
+            "instances", query, paging.ID_KEY, request.page_size, request.page_token
         )
+        async with self.ctx.db.read() as conn:
+            items, token = await collect(
+                cursor,
+                lambda before, n: instance_repo.list_instances(
+                    conn,
+                    project=request.project,
+                    workflow=request.workflow,
+                    states=states,
+                    submitted_after=after,
+                    after=before,
+                    limit=n,
+                ),
+                lambda r: r.id,
+                sync(convert.instance),
+            )
+        return pb.ListWorkflowInstancesResponse(instances=items, next_page_token=token)
 
     async def WatchWorkflowInstance(
         self, request: pb.WatchWorkflowInstanceRequest, ctx: Ctx
@@ -186,19 +200,28 @@ class QueriesApi:
         checks = Checks()
         checks.positive_id("workflow_instance_id", request.workflow_instance_id)
         checks.raise_if_any()
+        query = {
+            "workflow_instance_id": request.workflow_instance_id,
+            "include_superseded": request.include_superseded,
+        }
+        cursor = paging.cursor(
+            "task_instances", query, paging.ID_KEY, request.page_size, request.page_token
+        )
         async with self.ctx.db.read() as conn:
             await instance_repo.get_instance(conn, request.workflow_instance_id)
-            page = await ti_repo.list_for_instance(
-                conn,
-                request.workflow_instance_id,
-                include_superseded=request.include_superseded,
-                size=request.page_size,
-                token=request.page_token,
+            items, token = await collect(
+                cursor,
+                lambda after, n: ti_repo.list_for_instance(
+                    conn,
+                    request.workflow_instance_id,
+                    include_superseded=request.include_superseded,
+                    after=after,
+                    limit=n,
+                ),
+                lambda r: r.id,
+                sync(convert.task_instance),
             )
-        return pb.ListTaskInstancesResponse(
-            task_instances=[convert.task_instance(r) for r in page.items],
-            next_page_token=page.next_token,
-        )
+        return pb.ListTaskInstancesResponse(task_instances=items, next_page_token=token)
 
     async def ListClusterMembers(self, request: pb.ListClusterMembersRequest, ctx: Ctx) -> Any:
         checks = Checks()

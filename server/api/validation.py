@@ -10,7 +10,7 @@ from typing import TypeVar
 from dsched.convert import EnumMap
 from dsched.errors import FieldViolation, InvalidArgument
 from dsched.names import name_violation, reason_for, worker_group_violation
-from dsched.spec import _CONTROL_RE, MAX_TASKS, params_violations
+from dsched.spec import _CONTROL_RE, MAX_TASKS, params_size_violation, params_violations
 
 E = TypeVar("E", bound=StrEnum)
 MAX_REQUEST_ID = 128
@@ -21,6 +21,7 @@ class Checks:
 
     def __init__(self) -> None:
         self.violations: list[FieldViolation] = []
+        self.too_large = False  # a size limit was hit: reason REQUEST_TOO_LARGE
 
     @staticmethod
     def violation(field: str, description: str) -> FieldViolation:
@@ -54,7 +55,13 @@ class Checks:
             self.add("request_id", "contains control characters")
 
     def params(self, field: str, value: Mapping[str, str]) -> None:
+        """Checks a request's parameter map: names, values and the total size (reason
+        REQUEST_TOO_LARGE)."""
         self.violations.extend(params_violations(field, value))
+        too_large = params_size_violation(field, [value])
+        if too_large is not None:
+            self.violations.append(too_large)
+            self.too_large = True
 
     def task_names(self, field: str, names: Iterable[str]) -> None:
         seen: set[str] = set()
@@ -81,6 +88,9 @@ class Checks:
         if self.violations:
             raise InvalidArgument(
                 message,
-                reason=reason_for(self.violations, "INVALID_ARGUMENT"),
+                reason=reason_for(
+                    self.violations,
+                    "REQUEST_TOO_LARGE" if self.too_large else "INVALID_ARGUMENT",
+                ),
                 violations=self.violations,
             )

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Generic, TypeVar
 
 from dsched.options import CommandType, FailureStrategy, Priority, ReleaseState, TaskDependType
 from dsched.spec import WorkflowSpec
@@ -138,12 +137,3 @@ class EventRecord:
     kind: InstanceEventKind
     message: str
     create_time: datetime
-
-
-T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Page(Generic[T]):
-    items: tuple[T, ...]
-    next_token: str

@@ -26,13 +26,17 @@ from dsched.server.engine.jobs import DispatchJob
 from dsched.server.engine.messages import Dispatched, Waiting
 from dsched.server.engine.wire import task_execution
 from dsched.server.engine.workers import WorkerDirectory, WorkerRef
+from dsched.spec import ShellSpec, params_bytes
 from dsched.v1 import enums_pb2, worker_service_pb2
 
 log = logging.getLogger(__name__)
 
 DISPATCH_TIMEOUT_S = 10.0
-# Attempts per DispatchTasks call: wide fan-outs cost one RPC per batch, not one per task.
+# Attempts per DispatchTasks call: wide fan-outs cost one RPC per batch, not one per task. A batch
+# also stays under MAX_BATCH_BYTES (estimated by job_bytes) so that it never nears the 16 MiB a
+# worker accepts: one attempt carries at most a 256 KiB script and 3 * 256 KiB of parameters.
 MAX_BATCH = 64
+MAX_BATCH_BYTES = 4 * 1024 * 1024
 _ACCEPTED = (
     enums_pb2.DISPATCH_OUTCOME_ACCEPTED,
     enums_pb2.DISPATCH_OUTCOME_ALREADY_ACCEPTED,
@@ -90,7 +94,7 @@ class Dispatcher:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
-            for worker, jobs in self._take_batches().values():
+            for worker, jobs in self._take_batches():
                 await self._slots.acquire()
                 jobs = [j for j in jobs if not _cancelled(j)]  # a runner may cancel meanwhile
                 if not jobs:
@@ -102,9 +106,12 @@ class Dispatcher:
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
 
-    def _take_batches(self) -> dict[str, tuple[WorkerRef, list[DispatchJob]]]:
-        """Pops up to MAX_BATCH jobs in priority order and groups them by the chosen worker."""
+    def _take_batches(self) -> list[tuple[WorkerRef, list[DispatchJob]]]:
+        """Pops up to MAX_BATCH jobs in priority order and groups them by the chosen worker, in
+        batches of at most MAX_BATCH_BYTES."""
         batches: dict[str, tuple[WorkerRef, list[DispatchJob]]] = {}
+        sizes: dict[str, int] = {}
+        full: list[tuple[WorkerRef, list[DispatchJob]]] = []
         taken = 0
         while self._heap and taken < MAX_BATCH:
             job = heapq.heappop(self._heap)
@@ -120,9 +127,14 @@ class Dispatcher:
                     reason = f"waiting for a worker: no live worker in group {job.worker_group!r}"
                     job.on_dispatched(Waiting(job.spec.task_instance_id, reason))
                 continue
+            size = job_bytes(job)
+            if worker.address in batches and sizes[worker.address] + size > MAX_BATCH_BYTES:
+                full.append(batches.pop(worker.address))
+                sizes[worker.address] = 0
             batches.setdefault(worker.address, (worker, []))[1].append(job)
+            sizes[worker.address] = sizes.get(worker.address, 0) + size
             taken += 1
-        return batches
+        return [*full, *batches.values()]
 
     def _target(self, job: DispatchJob) -> WorkerRef | None:
         """The pinned worker while it is registered (busy or not: it has the attempt already),
@@ -200,6 +212,13 @@ class Dispatcher:
         job.sent, job.target, job.pinned = False, "", ""
         if not job.cancelled:
             self.submit(job)
+
+
+def job_bytes(job: DispatchJob) -> int:
+    """An upper estimate of the job's TaskExecution on the wire: its script and parameters plus
+    the framing of each parameter and a kilobyte for the other fields."""
+    script = len(job.spec.kind.script.encode()) if isinstance(job.spec.kind, ShellSpec) else 0
+    return script + params_bytes(job.spec.params) + 16 * len(job.spec.params) + 1024
 
 
 def _cancelled(job: DispatchJob) -> bool:

@@ -28,6 +28,7 @@ from dsched.server.core.params import idempotency_key, resolve_params
 from dsched.server.core.ports import Clock
 from dsched.server.core.records import InstanceRecord, TaskInstanceRecord, WorkflowRecord
 from dsched.server.core.transitions import OWNED_STATES
+from dsched.server.core.var_pool import merge_violation
 from dsched.server.engine import control_apply
 from dsched.server.engine.effects import Effects
 from dsched.server.engine.jobs import DispatchJob, DispatchSpec
@@ -322,14 +323,15 @@ class InstanceRunner:
             b.effects.ack(msg, Ack(Decision.REJECTED_STALE, f"attempt already {track.state}"))
             return
         values: dict[str, Any] = {"host": msg.worker_address, "worker_epoch": msg.worker_epoch}
+        state, message, out_params = self._outcome(state, event.message, event.out_params)
         if state is TaskState.RUNNING:
             values.update(start_time=event.event_time, pid=event.pid, log_path=event.log_path)
         else:
             values.update(
                 end_time=event.event_time,
                 exit_code=event.exit_code,
-                out_params=dict(event.out_params),
-                state_reason=event.message[:1024],
+                out_params=out_params,
+                state_reason=message[:1024],
             )
         expected = _BEFORE_RUNNING if state is TaskState.RUNNING else _BEFORE_END
         if not self._write(b, track, expected, state, values, worker_epoch=msg.worker_epoch):
@@ -337,9 +339,9 @@ class InstanceRunner:
             b.effects.ack(msg, Ack(Decision.REJECTED_STALE, "attempt no longer matches"))
             return
         track.host, track.worker_epoch = msg.worker_address, msg.worker_epoch
-        self._set_state(b, track, state, event.message)
-        if state is TaskState.SUCCEEDED and event.out_params:
-            self.var_pool.update(event.out_params)
+        self._set_state(b, track, state, message)
+        if state is TaskState.SUCCEEDED and out_params:
+            self.var_pool.update(out_params)
             b.instance_values["var_pool"] = dict(self.var_pool)
         if state is TaskState.RUNNING:
             track.started = event.event_time
@@ -348,6 +350,17 @@ class InstanceRunner:
             self._late_timeout_warning(b, track, event.event_time - track.started)
         b.effects.ack(msg, Ack(Decision.ACCEPTED))
         await self._apply(b, self.execution.task_state(track.task, state, b.now))
+
+    def _outcome(
+        self, state: TaskState, message: str, out_params: Mapping[str, str]
+    ) -> tuple[TaskState, str, dict[str, str]]:
+        """A reported end as it is recorded: a success whose OUT parameters do not fit the var
+        pool becomes a failure saying so (:func:`merge_violation`)."""
+        if state is TaskState.SUCCEEDED and out_params:
+            overflow = merge_violation(self.var_pool, out_params)
+            if overflow is not None:
+                return TaskState.FAILED, overflow, {}
+        return state, message, dict(out_params)
 
     @staticmethod
     def _owner_check(track: Track, msg: WorkerEvent) -> bool | None:

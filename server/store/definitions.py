@@ -10,9 +10,8 @@ from sqlalchemy.exc import IntegrityError
 
 from dsched.errors import Aborted, AlreadyExists, FailedPrecondition, NotFound
 from dsched.options import ReleaseState
-from dsched.server.core.records import Page, ProjectRecord, WorkflowRecord, WorkflowVersionRecord
+from dsched.server.core.records import ProjectRecord, WorkflowRecord, WorkflowVersionRecord
 from dsched.server.core.transitions import OWNED_STATES
-from dsched.server.store import paging
 from dsched.server.store.codec import task_from_json, task_to_json, task_type
 from dsched.server.store.database import Conn
 from dsched.server.store.models import (
@@ -68,16 +67,12 @@ async def get_project(conn: Conn, name: str) -> ProjectRecord:
     return _project(row)
 
 
-async def list_projects(conn: Conn, size: int, token: str) -> Page[ProjectRecord]:
-    limit = paging.page_size(size)
-    after = paging.decode_str(token)
-    query = select(P).order_by(P.c.name).limit(limit + 1)
+async def list_projects(conn: Conn, after: str | None, limit: int) -> list[ProjectRecord]:
+    """Up to ``limit`` projects by name, after the name ``after``."""
+    query = select(P).order_by(P.c.name).limit(limit)
     if after is not None:
         query = query.where(P.c.name > after)
-    rows = (await conn.execute(query)).all()
-    items = tuple(_project(r) for r in rows[:limit])
-    nxt = paging.encode(items[-1].name) if len(rows) > limit else ""
-    return Page(items=items, next_token=nxt)
+    return [_project(r) for r in await conn.execute(query)]
 
 
 async def delete_project(conn: Conn, name: str) -> None:
@@ -258,25 +253,26 @@ async def get_workflow_by_code(conn: Conn, code: int, version: int = 0) -> Workf
     )
 
 
-async def list_workflows(conn: Conn, project: str, size: int, token: str) -> Page[WorkflowRecord]:
-    proj = await get_project(conn, project)
-    limit = paging.page_size(size)
-    after = paging.decode_str(token)
-    query = select(W.c.id, W.c.name).where(W.c.project_id == proj.id).order_by(W.c.name)
+async def workflow_codes(
+    conn: Conn, project_id: int, after: str | None, limit: int
+) -> list[tuple[int, str]]:
+    """(code, name) of up to ``limit`` workflows of a project by name, after the name ``after``
+    (the caller loads each definition while its page has room)."""
+    query = select(W.c.id, W.c.name).where(W.c.project_id == project_id).order_by(W.c.name)
     if after is not None:
         query = query.where(W.c.name > after)
-    rows = (await conn.execute(query.limit(limit + 1))).all()
-    items = tuple([await get_workflow_by_code(conn, r.id) for r in rows[:limit]])
-    nxt = paging.encode(items[-1].spec.name) if len(rows) > limit else ""
-    return Page(items=items, next_token=nxt)
+    return [(int(r.id), str(r.name)) for r in await conn.execute(query.limit(limit))]
+
+
+async def workflow_code(conn: Conn, project: str, name: str) -> int:
+    """The code of a workflow; NotFound if there is none."""
+    return int((await _head(conn, project, name))._mapping["id"])
 
 
 async def list_versions(
-    conn: Conn, project: str, name: str, size: int, token: str
-) -> Page[WorkflowVersionRecord]:
-    code = (await _head(conn, project, name))._mapping["id"]
-    limit = paging.page_size(size)
-    after = paging.decode_int(token)
+    conn: Conn, code: int, after: int | None, limit: int
+) -> list[WorkflowVersionRecord]:
+    """Up to ``limit`` versions of a workflow, newest first, older than ``after``."""
     counts = (
         select(TD.c.version, func.count().label("n"))
         .where(TD.c.workflow_id == code)
@@ -288,19 +284,16 @@ async def list_versions(
         .join(counts, counts.c.version == V.c.version)
         .where(V.c.workflow_id == code)
         .order_by(V.c.version.desc())
-        .limit(limit + 1)
+        .limit(limit)
     )
     if after is not None:
         query = query.where(V.c.version < after)
-    rows = (await conn.execute(query)).all()
-    items = tuple(
+    return [
         WorkflowVersionRecord(
             version=r.version, description=r.description, task_count=r.n, create_time=r.create_time
         )
-        for r in rows[:limit]
-    )
-    nxt = paging.encode(items[-1].version) if len(rows) > limit else ""
-    return Page(items=items, next_token=nxt)
+        for r in await conn.execute(query)
+    ]
 
 
 async def delete_workflow(conn: Conn, project: str, name: str) -> None:

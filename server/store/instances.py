@@ -19,12 +19,10 @@ from dsched.options import CommandType, Priority
 from dsched.server.core.records import (
     CommandRecord,
     InstanceRecord,
-    Page,
     RunOptions,
     RunScope,
     WorkflowRecord,
 )
-from dsched.server.store import paging
 from dsched.server.store.codec import (
     options_from_json,
     options_to_json,
@@ -162,12 +160,11 @@ async def list_instances(
     workflow: str,
     states: Iterable[WorkflowState],
     submitted_after: datetime | None,
-    size: int,
-    token: str,
-) -> Page[InstanceRecord]:
-    limit = paging.page_size(size)
-    after = paging.decode_int(token)
-    query = _SELECT.order_by(WI.c.id.desc()).limit(limit + 1)
+    after: int | None,
+    limit: int,
+) -> list[InstanceRecord]:
+    """Up to ``limit`` instances matching the filters, newest first, older than the id ``after``."""
+    query = _SELECT.order_by(WI.c.id.desc()).limit(limit)
     if project:
         query = query.where(P.c.name == project)
     if workflow:
@@ -179,9 +176,7 @@ async def list_instances(
         query = query.where(WI.c.submit_time >= submitted_after)
     if after is not None:
         query = query.where(WI.c.id < after)
-    rows = (await conn.execute(query)).all()
-    items = tuple(_record(r) for r in rows[:limit])
-    return Page(items=items, next_token=paging.encode(items[-1].id) if len(rows) > limit else "")
+    return [_record(r) for r in await conn.execute(query)]
 
 
 async def pending_commands(conn: Conn, limit: int) -> list[CommandRecord]:

@@ -16,8 +16,7 @@ from sqlalchemy import Row, and_, bindparam, func, insert, or_, select, update
 
 from dsched.errors import Aborted, NotFound
 from dsched.options import Priority
-from dsched.server.core.records import Page, TaskInstanceRecord
-from dsched.server.store import paging
+from dsched.server.core.records import TaskInstanceRecord
 from dsched.server.store.database import Conn
 from dsched.server.store.models import TaskInstance, table
 from dsched.states import TaskState
@@ -212,18 +211,15 @@ async def last_attempts(conn: Conn, instance_id: int) -> dict[str, int]:
 
 
 async def list_for_instance(
-    conn: Conn, instance_id: int, *, include_superseded: bool, size: int, token: str
-) -> Page[TaskInstanceRecord]:
-    limit = paging.page_size(size)
-    after = paging.decode_int(token)
+    conn: Conn, instance_id: int, *, include_superseded: bool, after: int | None, limit: int
+) -> list[TaskInstanceRecord]:
+    """Up to ``limit`` task instances of an instance in creation order, after the id ``after``."""
     query = select(TI).where(TI.c.workflow_instance_id == instance_id)
     if not include_superseded:
         query = query.where(TI.c.valid.is_(True))
     if after is not None:
         query = query.where(TI.c.id > after)
-    rows = (await conn.execute(query.order_by(TI.c.id).limit(limit + 1))).all()
-    items = tuple(record(r) for r in rows[:limit])
-    return Page(items=items, next_token=paging.encode(items[-1].id) if len(rows) > limit else "")
+    return [record(r) for r in await conn.execute(query.order_by(TI.c.id).limit(limit))]
 
 
 async def count_unfinished_failures(conn: Conn, instance_id: int) -> int:

@@ -7,8 +7,10 @@ unfinished tail and parses each line once it is complete (the last unterminated 
 for a key wins. A key must be a parameter name :mod:`dsched.names` accepts: a key outside the
 grammar or a reserved one (``${setValue(BASH_ENV=...)}``: a task's output must not take over the
 next task's interpreter) is dropped, as is a value over 64 KiB or with a NUL character, each with
-a note in the task's log. Lines longer than :data:`MAX_LINE_BYTES` are skipped without being
-buffered whole, so a task printing one endless line cannot exhaust the worker's memory.
+a note in the task's log, and so are parameters past 256 of them or past 256 KiB of names and
+values together (``dsched.spec.MAX_PARAMS_BYTES``). Lines longer than :data:`MAX_LINE_BYTES` are
+skipped without being buffered whole, so a task printing one endless line cannot exhaust the
+worker's memory.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import re
 from collections.abc import Callable
 
 from dsched.names import MAX_PARAM_NAME_LENGTH, param_name_problem
-from dsched.spec import MAX_PARAM_VALUE_BYTES, MAX_PARAMS
+from dsched.spec import MAX_PARAM_VALUE_BYTES, MAX_PARAMS, MAX_PARAMS_BYTES, params_bytes
 
 log = logging.getLogger(__name__)
 
@@ -102,11 +104,15 @@ class OutParamParser:
                 self._note(f"OUT parameter {key!r} dropped: its value contains a NUL character")
                 continue
             if key not in self._params and len(self._params) >= MAX_PARAMS:
-                if not self._warned:
-                    log.warning(
-                        "task set more than %d OUT parameters; ignoring the rest", MAX_PARAMS
-                    )
-                    self._note(f"more than {MAX_PARAMS} OUT parameters; the rest are dropped")
-                    self._warned = True
+                self._warn(f"more than {MAX_PARAMS} OUT parameters")
+                continue
+            if params_bytes({**self._params, key: value}) > MAX_PARAMS_BYTES:
+                self._warn(f"OUT parameters over {MAX_PARAMS_BYTES} bytes")
                 continue
             self._params[key] = value
+
+    def _warn(self, what: str) -> None:
+        if not self._warned:
+            log.warning("task set %s; ignoring the rest", what)
+            self._note(f"{what}; the rest are dropped")
+            self._warned = True

@@ -141,7 +141,9 @@ class DschedError(Exception):
         kept = violations[:MAX_VIOLATIONS]
         self.violations: tuple[FieldViolation, ...] = tuple(
             FieldViolation(
-                clip(v.field, MAX_FIELD_BYTES), clip(v.description, MAX_DESCRIPTION_BYTES)
+                clip(v.field, MAX_FIELD_BYTES),
+                clip(v.description, MAX_DESCRIPTION_BYTES),
+                clip(v.reason, MAX_METADATA_KEY_BYTES),
             )
             for v in kept
         )

@@ -15,7 +15,7 @@ from dsched.options import FailureStrategy, Priority, TaskDependType
 from dsched.results import InstanceEvent, LogChunk, Page, TaskInstance, WatchFrame, WorkflowInstance
 from dsched.rpc import RpcBase, iter_pages
 from dsched.rpc import request_id as _rid
-from dsched.spec import params_violations
+from dsched.spec import params_size_violation, params_violations
 from dsched.states import WorkflowState
 from dsched.streams import resume
 from dsched.v1 import enums_pb2, log_service_pb2, master_service_pb2
@@ -78,10 +78,15 @@ class InstanceCalls(RpcBase):
         """
         start_params = coerce.params(params)
         violations = params_violations("params", start_params)
+        too_large = params_size_violation("params", [start_params])
+        if too_large is not None:
+            violations.append(too_large)
         if violations:
             raise InvalidArgument(
                 "invalid start parameters",
-                reason=reason_for(violations, "INVALID_ARGUMENT"),
+                reason=reason_for(
+                    violations, "INVALID_ARGUMENT" if too_large is None else "REQUEST_TOO_LARGE"
+                ),
                 violations=violations,
             )
         depend = coerce.optional_enum(TaskDependType, task_depend_type, "task_depend_type")

@@ -37,6 +37,16 @@ MAX_RETRIES = 100
 MAX_RETRY_INTERVAL = timedelta(hours=24)
 MAX_DELAY = timedelta(hours=24)
 MAX_TIMEOUT = timedelta(days=7)
+# Size limits (README: Limits). They keep every answer that carries a definition or an instance
+# far below the 4 MiB a gRPC client accepts by default (the arithmetic is in
+# dsched.server.api.pages) and a task's environment below Linux's ARG_MAX (2 MiB by default):
+# a definition's parameters, the var pool and the start parameters are at most 3 * 256 KiB.
+MAX_DEFINITION_BYTES = 2 * 1024 * 1024  # the Workflow message of CreateWorkflow/UpdateWorkflow
+MAX_SCRIPTS_BYTES = 1024 * 1024  # every script of a definition together (UTF-8)
+# Names plus values (UTF-8) of the parameters of one request: a definition's global and local
+# parameters together, a run's start parameters, a task's OUT parameters, an instance's var pool.
+MAX_PARAMS_BYTES = 256 * 1024
+MAX_VAR_POOL_PARAMS = 1024  # distinct OUT parameters an instance collects from its tasks
 
 # C0 controls except tab, newline and carriage return, DEL, and the C1 controls (U+009B is CSI, a
 # terminal escape on its own).
@@ -116,6 +126,107 @@ def params_violations(path: str, params: Mapping[str, str]) -> list[FieldViolati
             out.append(FieldViolation(where, "value is larger than 64 KiB"))
         elif "\x00" in value:
             out.append(FieldViolation(where, "value contains a NUL character"))
+    return out
+
+
+def params_bytes(params: Mapping[str, str]) -> int:
+    """The size of a parameter map as :data:`MAX_PARAMS_BYTES` counts it: names plus values."""
+    return sum(_utf8(key) + _utf8(value) for key, value in params.items())
+
+
+def _utf8(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))  # lone surrogates are reported elsewhere
+
+
+def params_size_violation(
+    path: str, maps: Iterable[Mapping[str, str]], what: str = "the parameters"
+) -> FieldViolation | None:
+    """A violation if the parameter maps together exceed :data:`MAX_PARAMS_BYTES`."""
+    total = sum(params_bytes(m) for m in maps)
+    if total <= MAX_PARAMS_BYTES:
+        return None
+    return FieldViolation(
+        path, f"{what} total {total} bytes (names and values); at most {MAX_PARAMS_BYTES}"
+    )
+
+
+def encoded_size(spec: WorkflowSpec) -> int:
+    """An upper bound of ``spec``'s size as the Workflow message of CreateWorkflow, counted without
+    protobuf so that the SDK and the server (and the pure core) count alike: the exact bytes of
+    every text and of its framing, and the most each number, enum and duration can take (a task's
+    scalars are at most 74 bytes; ``tests/unit/sdk/test_spec_sizes.py`` compares with protobuf)."""
+    tasks = sum(_len_field(_task_size(t), tag=1) for t in spec.tasks)
+    return (
+        _text_field(spec.project)
+        + _text_field(spec.name)
+        + _text_field(spec.description)
+        + tasks
+        + _map_size(spec.params)
+    )
+
+
+# Upper bounds of a task's scalar fields: priority, retries (any int32: a negative one takes 10
+# bytes), three durations (seconds <= 10 bytes, nanos <= 5, framing 4), timeout strategy, disabled.
+_TASK_SCALARS = 2 + 11 + 3 * 19 + 2 + 2
+
+
+def _task_size(task: TaskSpec) -> int:
+    size = (
+        _text_field(task.name)
+        + _text_field(task.description)
+        + sum(_text_field(up) for up in task.upstream)
+        + _text_field(task.worker_group)
+        + _map_size(task.params)
+        + _TASK_SCALARS
+    )
+    if isinstance(task.kind, ShellSpec):
+        size += _len_field(_text_field(task.kind.script), tag=2)  # field 20: a 2-byte tag
+    return size
+
+
+def _map_size(params: Mapping[str, str]) -> int:
+    # A map entry carries its key and value even when they are empty.
+    return sum(
+        _len_field(_len_field(_utf8(k), tag=1) + _len_field(_utf8(v), tag=1), tag=1)
+        for k, v in params.items()
+    )
+
+
+def _text_field(text: str) -> int:
+    return _len_field(_utf8(text), tag=1) if text else 0
+
+
+def _len_field(size: int, *, tag: int) -> int:
+    """A length-delimited field: tag, length varint, payload."""
+    return tag + (max(size, 1).bit_length() + 6) // 7 + size
+
+
+def size_violations(spec: WorkflowSpec) -> list[FieldViolation]:
+    """The size limits of a definition, checked before anything else (reason
+    DEFINITION_TOO_LARGE): its parameters, its scripts, then its whole encoding."""
+    out: list[FieldViolation] = []
+    params = params_size_violation(
+        "workflow.params",
+        [spec.params, *(t.params for t in spec.tasks)],
+        "the definition's parameters (global and every task's)",
+    )
+    if params is not None:
+        out.append(params)
+    scripts = sum(_utf8(t.kind.script) for t in spec.tasks if isinstance(t.kind, ShellSpec))
+    if scripts > MAX_SCRIPTS_BYTES:
+        out.append(
+            FieldViolation(
+                "workflow.tasks", f"the scripts total {scripts} bytes; at most {MAX_SCRIPTS_BYTES}"
+            )
+        )
+    size = encoded_size(spec)
+    if size > MAX_DEFINITION_BYTES:
+        out.append(
+            FieldViolation(
+                "workflow",
+                f"the definition is {size} bytes encoded; at most {MAX_DEFINITION_BYTES}",
+            )
+        )
     return out
 
 
@@ -249,11 +360,20 @@ def validate_workflow(spec: WorkflowSpec) -> tuple[list[FieldViolation], bool]:
     return out, cyclic
 
 
-def check_workflow(spec: WorkflowSpec) -> None:
-    """Raises :class:`InvalidWorkflow` (reason CYCLE_DETECTED for a cycle, else INVALID_WORKFLOW)
-    if ``spec`` is invalid, or :class:`InvalidArgument` when a parameter name is refused (reason
-    RESERVED_PARAMETER_NAME or INVALID_PARAMETER_NAME: :func:`dsched.names.reason_for`)."""
-    violations, cyclic = validate_workflow(spec)
+def check_workflow(spec: WorkflowSpec, earlier: Iterable[FieldViolation] = ()) -> None:
+    """Raises if ``spec`` is invalid or ``earlier`` (violations the caller found decoding the
+    request) is not empty: :class:`InvalidWorkflow` with reason DEFINITION_TOO_LARGE for a size
+    limit (checked first, and alone), CYCLE_DETECTED for a cycle, else INVALID_WORKFLOW; or
+    :class:`InvalidArgument` when a parameter name is refused (reason RESERVED_PARAMETER_NAME or
+    INVALID_PARAMETER_NAME: :func:`dsched.names.reason_for`)."""
+    violations = list(earlier)
+    too_large = size_violations(spec)
+    cyclic = False
+    if too_large:
+        violations.extend(too_large)
+    else:
+        found, cyclic = validate_workflow(spec)
+        violations.extend(found)
     if not violations:
         return
     message = f"workflow {spec.name!r} is invalid"
@@ -265,6 +385,10 @@ def check_workflow(spec: WorkflowSpec) -> None:
             reason=reason_for(violations, "INVALID_ARGUMENT"),
             metadata=metadata,
             violations=violations,
+        )
+    if too_large:
+        raise InvalidWorkflow(
+            message, reason="DEFINITION_TOO_LARGE", metadata=metadata, violations=violations
         )
     raise InvalidWorkflow(
         message,

@@ -378,13 +378,21 @@ def workflow_is(state: int) -> Callable[[res.InstanceEvent], bool]:
 async def task_instances(
     c: Cluster, instance_id: int, *, superseded: bool = False
 ) -> list[res.TaskInstance]:
-    reply = await c.stub.ListTaskInstances(
-        pb.ListTaskInstancesRequest(
-            workflow_instance_id=instance_id, include_superseded=superseded, page_size=1000
+    found: list[res.TaskInstance] = []
+    token = ""
+    while True:  # a page holds up to 1000 items and 3 MiB: large OUT parameters take several
+        reply = await c.stub.ListTaskInstances(
+            pb.ListTaskInstancesRequest(
+                workflow_instance_id=instance_id,
+                include_superseded=superseded,
+                page_size=1000,
+                page_token=token,
+            )
         )
-    )
-    assert not reply.next_page_token
-    return list(reply.task_instances)
+        found.extend(reply.task_instances)
+        token = reply.next_page_token
+        if not token:
+            return found
 
 
 async def instance(c: Cluster, instance_id: int) -> res.WorkflowInstance:

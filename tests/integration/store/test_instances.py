@@ -277,11 +277,11 @@ async def test_list_instances_filters_and_pages_newest_first(db: Database) -> No
                 workflow=workflow,
                 states=states,
                 submitted_after=None if after is None else at(after),
-                size=0,
-                token="",
+                after=None,
+                limit=50,
             ),
         )
-        return [i.id for i in page.items]
+        return [i.id for i in page]
 
     assert await ids() == made[::-1]
     assert await ids(project="proj") == [made[4], made[2], made[1], made[0]]
@@ -294,7 +294,7 @@ async def test_list_instances_filters_and_pages_newest_first(db: Database) -> No
     assert await ids(project="ghost") == []
 
     pages: list[list[int]] = []
-    token = ""
+    before: int | None = None
     async with db.read() as conn:
         while True:
             page = await instances.list_instances(
@@ -303,13 +303,13 @@ async def test_list_instances_filters_and_pages_newest_first(db: Database) -> No
                 workflow="",
                 states=(),
                 submitted_after=None,
-                size=2,
-                token=token,
+                after=before,
+                limit=2,
             )
-            pages.append([i.id for i in page.items])
-            if not page.next_token:
+            pages.append([i.id for i in page])
+            if len(page) < 2:
                 break
-            token = page.next_token
+            before = page[-1].id
     assert pages == [[made[4], made[3]], [made[2], made[1]], [made[0]]]
 
 

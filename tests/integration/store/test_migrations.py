@@ -73,8 +73,8 @@ async def test_a_second_database_object_on_a_migrated_database_starts_without_ch
     await again.start()
     try:
         assert await read(again, _versions) == [HEAD]
-        names = await read(again, lambda c: definitions.list_projects(c, 0, ""))
-        assert [p.name for p in names.items] == ["first"]
+        names = await read(again, lambda c: definitions.list_projects(c, None, 10))
+        assert [p.name for p in names] == ["first"]
     finally:
         await again.stop()
 

@@ -5,14 +5,18 @@ from __future__ import annotations
 import asyncio
 import base64
 import random
+from dataclasses import dataclass
 
 import pytest
 from sqlalchemy import insert
 
 from dsched.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+from dsched.server.api import convert
+from dsched.server.api.pages import collect, sync
 from dsched.server.store import definitions, paging
-from dsched.server.store.database import Database
+from dsched.server.store.database import Conn, Database
 from dsched.server.store.models import Project, table
+from dsched.v1 import resources_pb2
 from tests.integration.store.conftest import (
     NOW,
     at,
@@ -32,12 +36,31 @@ async def _bulk_projects(db: Database, count: int) -> list[str]:
     return names
 
 
+@dataclass(frozen=True)
+class Page:
+    items: list[resources_pb2.Project]
+    next_token: str
+
+
+async def _page(conn: Conn, size: int, token: str) -> Page:
+    """One page of ListProjects as the API makes it: the store's keyset query behind the page
+    collector, with a token of the "projects" listing."""
+    cursor = paging.cursor("projects", {}, paging.NAME_KEY, size, token)
+    items, next_token = await collect(
+        cursor,
+        lambda after, n: definitions.list_projects(conn, after, n),
+        lambda p: p.name,
+        sync(convert.project),
+    )
+    return Page(items, next_token)
+
+
 async def _all_pages(db: Database, size: int) -> list[list[str]]:
     pages: list[list[str]] = []
     token = ""
     async with db.read() as conn:
         while True:
-            page = await definitions.list_projects(conn, size, token)
+            page = await _page(conn, size, token)
             pages.append([p.name for p in page.items])
             if not page.next_token:
                 return pages
@@ -80,37 +103,37 @@ async def test_a_page_that_ends_exactly_at_the_last_project_has_no_next_token(
 ) -> None:
     for name in ["alpha", "bravo"]:
         await make_project(db, name)
-    page = await read(db, lambda c: definitions.list_projects(c, 2, ""))
+    page = await read(db, lambda c: _page(c, 2, ""))
     assert [p.name for p in page.items] == ["alpha", "bravo"]
     assert page.next_token == ""
 
 
 async def test_listing_an_empty_store_gives_an_empty_page(db: Database) -> None:
-    page = await read(db, lambda c: definitions.list_projects(c, 10, ""))
-    assert (page.items, page.next_token) == ((), "")
+    page = await read(db, lambda c: _page(c, 10, ""))
+    assert (page.items, page.next_token) == ([], "")
 
 
 async def test_page_size_zero_means_the_default_page_size(db: Database) -> None:
     names = await _bulk_projects(db, paging.DEFAULT_PAGE_SIZE + 3)
-    first = await read(db, lambda c: definitions.list_projects(c, 0, ""))
+    first = await read(db, lambda c: _page(c, 0, ""))
     assert [p.name for p in first.items] == names[: paging.DEFAULT_PAGE_SIZE]
-    rest = await read(db, lambda c: definitions.list_projects(c, 0, first.next_token))
+    rest = await read(db, lambda c: _page(c, 0, first.next_token))
     assert [p.name for p in rest.items] == names[paging.DEFAULT_PAGE_SIZE :]
     assert rest.next_token == ""
 
 
 async def test_page_size_is_capped(db: Database) -> None:
     names = await _bulk_projects(db, paging.MAX_PAGE_SIZE + 1)
-    first = await read(db, lambda c: definitions.list_projects(c, 10**9, ""))
+    first = await read(db, lambda c: _page(c, 10**9, ""))
     assert len(first.items) == paging.MAX_PAGE_SIZE
     assert first.next_token
-    rest = await read(db, lambda c: definitions.list_projects(c, 10**9, first.next_token))
+    rest = await read(db, lambda c: _page(c, 10**9, first.next_token))
     assert [p.name for p in rest.items] == names[-1:]
 
 
 async def test_a_negative_page_size_is_invalid(db: Database) -> None:
     with pytest.raises(InvalidArgument) as caught:
-        await read(db, lambda c: definitions.list_projects(c, -1, ""))
+        await read(db, lambda c: _page(c, -1, ""))
     assert caught.value.field == "page_size"
 
 
@@ -128,7 +151,7 @@ async def test_a_negative_page_size_is_invalid(db: Database) -> None:
 async def test_a_malformed_page_token_is_invalid(db: Database, token: str) -> None:
     await make_project(db, "alpha")
     with pytest.raises(InvalidArgument) as caught:
-        await read(db, lambda c: definitions.list_projects(c, 10, token))
+        await read(db, lambda c: _page(c, 10, token))
     assert caught.value.field == "page_token"
 
 
@@ -157,7 +180,7 @@ async def test_deleting_an_unknown_project_is_not_found(db: Database) -> None:
 
 async def _create_after(db: Database, barrier: asyncio.Barrier, description: str) -> object:
     async with db.transaction() as conn:
-        await definitions.list_projects(conn, 1, "")
+        await definitions.list_projects(conn, None, 1)
         await overlap(db, barrier)
         return await definitions.create_project(conn, "etl", description, NOW)
 

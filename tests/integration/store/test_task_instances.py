@@ -92,17 +92,23 @@ async def _transition(
 async def _listed(
     db: Database, instance_id: int, *, include_superseded: bool, size: int
 ) -> list[list[tuple[str, int]]]:
+    """Pages of ``size`` rows (0: 50), each after the last id of the previous one (keyset)."""
     pages: list[list[tuple[str, int]]] = []
-    token = ""
+    after: int | None = None
+    limit = size or 50
     async with db.read() as conn:
         while True:
-            page = await task_instances.list_for_instance(
-                conn, instance_id, include_superseded=include_superseded, size=size, token=token
+            rows = await task_instances.list_for_instance(
+                conn,
+                instance_id,
+                include_superseded=include_superseded,
+                after=after,
+                limit=limit + 1,
             )
-            pages.append([(r.task_name, r.attempt) for r in page.items])
-            if not page.next_token:
+            pages.append([(r.task_name, r.attempt) for r in rows[:limit]])
+            if len(rows) <= limit:
                 return pages
-            token = page.next_token
+            after = rows[limit - 1].id
 
 
 async def test_create_attempts_returns_the_ids_in_the_given_order(db: Database) -> None:

@@ -81,8 +81,7 @@ async def test_naive_datetimes_are_rejected_and_nothing_is_written(db: Database)
         await write(db, lambda c: definitions.create_project(c, "naive", "", naive))
     assert isinstance(caught.value.orig, ValueError)
     assert "naive datetime" in str(caught.value.orig)
-    page = await read(db, lambda c: definitions.list_projects(c, 0, ""))
-    assert page.items == ()
+    assert await read(db, lambda c: definitions.list_projects(c, None, 10)) == []
 
 
 async def test_unicode_text_fills_a_column_to_its_declared_length(db: Database) -> None:

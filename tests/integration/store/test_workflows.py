@@ -202,25 +202,24 @@ async def test_versions_are_listed_newest_first_with_their_task_counts(db: Datab
     await make_workflow(db)
     await _update(db, _second_version(), 60)
     await _update(db, _third_version(), 120)
-    page = await read(db, lambda c: definitions.list_versions(c, "proj", "wf", 0, ""))
-    assert [(v.version, v.task_count, v.description) for v in page.items] == [
+    page = await read(db, lambda c: definitions.list_versions(c, 1, None, 50))
+    assert [(v.version, v.task_count, v.description) for v in page] == [
         (3, 1, "v3"),
         (2, 3, "nightly load, v2"),
         (1, 4, "nightly load"),
     ]
-    assert [v.create_time for v in page.items] == [at(120), at(60), NOW]
-    assert page.next_token == ""
+    assert [v.create_time for v in page] == [at(120), at(60), NOW]
 
 
 async def test_versions_are_paged(db: Database) -> None:
     await make_workflow(db)
     await _update(db, _second_version(), 60)
     await _update(db, _third_version(), 120)
-    first = await read(db, lambda c: definitions.list_versions(c, "proj", "wf", 2, ""))
-    assert [v.version for v in first.items] == [3, 2]
-    rest = await read(db, lambda c: definitions.list_versions(c, "proj", "wf", 2, first.next_token))
-    assert [v.version for v in rest.items] == [1]
-    assert rest.next_token == ""
+    code = await read(db, lambda c: definitions.workflow_code(c, "proj", "wf"))
+    first = await read(db, lambda c: definitions.list_versions(c, code, None, 2))
+    assert [v.version for v in first] == [3, 2]
+    rest = await read(db, lambda c: definitions.list_versions(c, code, first[-1].version, 2))
+    assert [v.version for v in rest] == [1]
 
 
 async def test_workflows_of_a_project_are_listed_by_name_with_their_current_version(
@@ -235,11 +234,14 @@ async def test_workflows_of_a_project_are_listed_by_name_with_their_current_vers
             c, workflow_spec(name="wf-b", tasks=(shell("x"),)), NOW
         ),
     )
-    first = await read(db, lambda c: definitions.list_workflows(c, "proj", 2, ""))
-    assert [(w.spec.name, w.version) for w in first.items] == [("wf-a", 1), ("wf-b", 2)]
-    rest = await read(db, lambda c: definitions.list_workflows(c, "proj", 2, first.next_token))
-    assert [w.spec.name for w in rest.items] == ["wf-c"]
-    assert rest.next_token == ""
+    project = await read(db, lambda c: definitions.get_project(c, "proj"))
+    first = await read(db, lambda c: definitions.workflow_codes(c, project.id, None, 2))
+    assert [name for _, name in first] == ["wf-a", "wf-b"]
+    async with db.read() as conn:
+        current = [await definitions.get_workflow_by_code(conn, code) for code, _ in first]
+    assert [(w.spec.name, w.version) for w in current] == [("wf-a", 1), ("wf-b", 2)]
+    rest = await read(db, lambda c: definitions.workflow_codes(c, project.id, "wf-b", 2))
+    assert [name for _, name in rest] == ["wf-c"]
 
 
 async def test_release_state_moves_between_offline_and_online(db: Database) -> None:
@@ -410,8 +412,9 @@ async def test_concurrent_updates_never_leave_a_gap_or_a_duplicate_version(db: D
     for error in lost:  # on PostgreSQL and MariaDB one of the two may find the head moved
         assert isinstance(error, Aborted)
         assert error.reason == "CONCURRENT_UPDATE"
-    versions = await read(db, lambda c: definitions.list_versions(c, "proj", "wf", 0, ""))
-    assert [v.version for v in versions.items] == list(range(1 + len(won), 0, -1))
+    code = await read(db, lambda c: definitions.workflow_code(c, "proj", "wf"))
+    versions = await read(db, lambda c: definitions.list_versions(c, code, None, 50))
+    assert [v.version for v in versions] == list(range(1 + len(won), 0, -1))
     current = await read(db, lambda c: definitions.get_workflow(c, "proj", "wf"))
     assert current.version == 1 + len(won)
     if len(won) == 1:

@@ -208,7 +208,7 @@ def assert_cycle_reported(spec: WorkflowSpec) -> list[str]:
     assert cyclic
     # The exception carries the violations clipped to the error bounds; validation, whole.
     assert list(err.violations) == [
-        FieldViolation(v.field, clip(v.description, MAX_DESCRIPTION_BYTES)) for v in found
+        FieldViolation(v.field, clip(v.description, MAX_DESCRIPTION_BYTES), v.reason) for v in found
     ]
     (violation,) = [v for v in found if v.description.startswith("cycle: ")]
     path = violation.description.removeprefix("cycle: ").split(" -> ")

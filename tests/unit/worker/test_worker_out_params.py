@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from dsched.spec import MAX_PARAMS_BYTES, params_bytes
 from dsched.worker.tasks.out_params import MAX_LINE_BYTES, MAX_NOTES, OutParamParser
 
 OUTPUT = (
@@ -123,3 +124,12 @@ def test_notes_about_dropped_keys_are_bounded() -> None:
     assert params == {}
     assert len(notes) == MAX_NOTES + 1
     assert notes[-1] == "more OUT parameters dropped; not reported one by one"
+
+
+def test_out_params_stop_at_the_total_size_limit() -> None:
+    value = "v" * (60 * 1024)  # five of these are over MAX_PARAMS_BYTES (256 KiB)
+    lines = b"".join(f"${{setValue(p{i}={value})}}\n".encode() for i in range(6))
+    got = parse(lines + b"${setValue(p0=short)}\n${setValue(tiny=1)}\n")
+    assert set(got) == {"p0", "p1", "p2", "p3", "tiny"}
+    assert got["p0"] == "short"  # replacing a value counts its new size, not both
+    assert params_bytes(got) <= MAX_PARAMS_BYTES
