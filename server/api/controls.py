@@ -126,7 +126,7 @@ class ControlsApi:
         context: Ctx,
     ) -> R:
         _checks(request.id, request.request_id)
-        stored = await recall(self.ctx, request.request_id, method, response_type)
+        stored = await recall(self.ctx, request, method, response_type)
         if stored is not None and stored.instance.id != request.id:
             raise FailedPrecondition(
                 f"request_id {request.request_id!r} was already used for workflow instance "
@@ -139,7 +139,7 @@ class ControlsApi:
         answer = await self.control(request.id, kind, request.request_id, context)
         reply = response_type(instance=convert.instance(answer.instance), status=_status(answer))
         if answer.applied:
-            await remember_answer(self.ctx, request.request_id, method, reply)
+            await remember_answer(self.ctx, request, method, reply)
         return reply
 
     async def control(

@@ -51,9 +51,7 @@ class DefinitionsApi:
             )
             return pb.CreateProjectResponse(project=convert.project(record))
 
-        return await once(
-            self.ctx, request.request_id, "CreateProject", pb.CreateProjectResponse, work
-        )
+        return await once(self.ctx, request, "CreateProject", pb.CreateProjectResponse, work)
 
     async def GetProject(self, request: pb.GetProjectRequest, context: Ctx) -> Any:
         checks = Checks()
@@ -86,9 +84,7 @@ class DefinitionsApi:
             await repo.delete_project(conn, request.name)
             return pb.DeleteProjectResponse()
 
-        return await once(
-            self.ctx, request.request_id, "DeleteProject", pb.DeleteProjectResponse, work
-        )
+        return await once(self.ctx, request, "DeleteProject", pb.DeleteProjectResponse, work)
 
     async def CreateWorkflow(self, request: pb.CreateWorkflowRequest, context: Ctx) -> Any:
         spec = _workflow_spec(request.workflow, request.request_id)
@@ -97,9 +93,7 @@ class DefinitionsApi:
             record = await repo.create_workflow(conn, spec, self.ctx.clock.now())
             return pb.CreateWorkflowResponse(workflow=convert.workflow(record))
 
-        return await once(
-            self.ctx, request.request_id, "CreateWorkflow", pb.CreateWorkflowResponse, work
-        )
+        return await once(self.ctx, request, "CreateWorkflow", pb.CreateWorkflowResponse, work)
 
     async def UpdateWorkflow(self, request: pb.UpdateWorkflowRequest, context: Ctx) -> Any:
         spec = _workflow_spec(request.workflow, request.request_id)
@@ -108,9 +102,7 @@ class DefinitionsApi:
             record = await repo.update_workflow(conn, spec, self.ctx.clock.now())
             return pb.UpdateWorkflowResponse(workflow=convert.workflow(record))
 
-        return await once(
-            self.ctx, request.request_id, "UpdateWorkflow", pb.UpdateWorkflowResponse, work
-        )
+        return await once(self.ctx, request, "UpdateWorkflow", pb.UpdateWorkflowResponse, work)
 
     async def GetWorkflow(self, request: pb.GetWorkflowRequest, context: Ctx) -> Any:
         checks = Checks()
@@ -183,9 +175,7 @@ class DefinitionsApi:
             await repo.delete_workflow(conn, request.project, request.name)
             return pb.DeleteWorkflowResponse()
 
-        return await once(
-            self.ctx, request.request_id, "DeleteWorkflow", pb.DeleteWorkflowResponse, work
-        )
+        return await once(self.ctx, request, "DeleteWorkflow", pb.DeleteWorkflowResponse, work)
 
     async def SetWorkflowReleaseState(
         self, request: pb.SetWorkflowReleaseStateRequest, context: Ctx
@@ -208,7 +198,7 @@ class DefinitionsApi:
 
         return await once(
             self.ctx,
-            request.request_id,
+            request,
             "SetWorkflowReleaseState",
             pb.SetWorkflowReleaseStateResponse,
             work,

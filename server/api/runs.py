@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from google.protobuf.message import Message
 from grpc import aio
 
 from dsched.convert import FAILURE_STRATEGY, PRIORITY, TASK_DEPEND_TYPE
@@ -129,9 +130,7 @@ class RunsApi:
             record = await instance_repo.get_instance(conn, instance_id)
             return pb.StartWorkflowResponse(instance=convert.instance(record))
 
-        response = await once(
-            self.ctx, request.request_id, "StartWorkflow", pb.StartWorkflowResponse, work
-        )
+        response = await once(self.ctx, request, "StartWorkflow", pb.StartWorkflowResponse, work)
         self.ctx.notifier.notify_commands(response.instance.id)
         return response
 
@@ -141,18 +140,14 @@ class RunsApi:
         self, request: pb.ResumeWorkflowInstanceRequest, context: Ctx
     ) -> Any:
         _id_checks(request.id, request.request_id)
-        record = await self._restart(
-            request.id, request.request_id, "resume", None, "ResumeWorkflowInstance"
-        )
+        record = await self._restart(request.id, request, "resume", None, "ResumeWorkflowInstance")
         return pb.ResumeWorkflowInstanceResponse.FromString(record)
 
     async def RerunWorkflowInstance(
         self, request: pb.RerunWorkflowInstanceRequest, context: Ctx
     ) -> Any:
         _id_checks(request.id, request.request_id)
-        record = await self._restart(
-            request.id, request.request_id, "rerun", None, "RerunWorkflowInstance"
-        )
+        record = await self._restart(request.id, request, "rerun", None, "RerunWorkflowInstance")
         return pb.RerunWorkflowInstanceResponse.FromString(record)
 
     async def RecoverFailedWorkflowInstance(
@@ -160,7 +155,7 @@ class RunsApi:
     ) -> Any:
         _id_checks(request.id, request.request_id)
         record = await self._restart(
-            request.id, request.request_id, "recover", None, "RecoverFailedWorkflowInstance"
+            request.id, request, "recover", None, "RecoverFailedWorkflowInstance"
         )
         return pb.RecoverFailedWorkflowInstanceResponse.FromString(record)
 
@@ -181,12 +176,12 @@ class RunsApi:
         checks.raise_if_any()
         scope = RunScope(start_tasks=tuple(request.start_tasks), depend_type=depend)
         record = await self._restart(
-            request.id, request.request_id, "execute from task", scope, "ExecuteFromTask"
+            request.id, request, "execute from task", scope, "ExecuteFromTask"
         )
         return pb.ExecuteFromTaskResponse.FromString(record)
 
     async def _restart(
-        self, instance_id: int, request_id: str, action: str, scope: RunScope | None, method: str
+        self, instance_id: int, request: Message, action: str, scope: RunScope | None, method: str
     ) -> bytes:
         """Puts a finished instance back in the command queue; returns the serialized answer
         (every restart response is ``{instance}``, so one wire shape serves all four)."""
@@ -247,7 +242,7 @@ class RunsApi:
             record = await instance_repo.get_instance(conn, instance_id)
             return pb.ResumeWorkflowInstanceResponse(instance=convert.instance(record))
 
-        answer = await once(self.ctx, request_id, method, pb.ResumeWorkflowInstanceResponse, work)
+        answer = await once(self.ctx, request, method, pb.ResumeWorkflowInstanceResponse, work)
         self.ctx.notifier.notify_commands(instance_id)
         self.ctx.notifier.notify(instance_id)
         return answer.SerializeToString()
@@ -320,7 +315,7 @@ class RunsApi:
 
         answer = await once(
             self.ctx,
-            request.request_id,
+            request,
             "ForceTaskInstanceSuccess",
             pb.ForceTaskInstanceSuccessResponse,
             work,

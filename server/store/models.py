@@ -268,6 +268,8 @@ class RequestLog(Base):
         LargeBinary().with_variant(HexLongBlob(), "mysql", "mariadb")
     )
     create_time: Mapped[datetime]
+    # SHA-256 (hex) of the request without its request_id; NULL for rows older than revision 0004.
+    fingerprint: Mapped[str | None] = mapped_column(String(64))
 
 
 def table(model: type[Base]) -> Table:

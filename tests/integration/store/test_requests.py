@@ -45,6 +45,22 @@ async def test_reusing_a_request_id_for_another_method_is_a_failed_precondition(
     assert caught.value.metadata == {"request_id": "req-1", "method": "StartWorkflow"}
 
 
+async def test_reusing_a_request_id_for_a_different_request_is_a_failed_precondition(
+    db: Database,
+) -> None:
+    fp_a, fp_b = "a" * 64, "b" * 64
+    await write(db, lambda c: requests.remember(c, "req-1", "StartWorkflow", b"first", NOW, fp_a))
+    got = await read(db, lambda c: requests.recall(c, "req-1", "StartWorkflow", fp_a))
+    assert got == b"first"
+    with pytest.raises(FailedPrecondition) as caught:
+        await read(db, lambda c: requests.recall(c, "req-1", "StartWorkflow", fp_b))
+    assert caught.value.reason == "REQUEST_ID_REUSED"
+    assert caught.value.metadata == {"request_id": "req-1", "method": "StartWorkflow"}
+    # A row without a fingerprint (written before revision 0003) answers any request with its id.
+    await _remember(db, "old", "StartWorkflow", b"old")
+    assert await read(db, lambda c: requests.recall(c, "old", "StartWorkflow", fp_b)) == b"old"
+
+
 async def test_a_second_remember_of_the_same_id_fails_and_the_first_answer_stays(
     db: Database,
 ) -> None:
