@@ -7,6 +7,7 @@ from typing import Any
 from grpc import aio
 
 from dsched.convert import RELEASE_STATE, workflow_spec_from_proto
+from dsched.errors import InvalidArgument
 from dsched.options import ReleaseState
 from dsched.server.api import convert
 from dsched.server.api.context import MasterContext
@@ -96,10 +97,18 @@ class DefinitionsApi:
         return await once(self.ctx, request, "CreateWorkflow", pb.CreateWorkflowResponse, work)
 
     async def UpdateWorkflow(self, request: pb.UpdateWorkflowRequest, context: Ctx) -> Any:
+        expected = None
+        if request.HasField("expected_version"):
+            expected = request.expected_version
+            if expected < 1:
+                raise InvalidArgument(
+                    "invalid expected_version",
+                    violations=[Checks.violation("expected_version", "must be at least 1")],
+                )
         spec = _workflow_spec(request.workflow, request.request_id)
 
         async def work(conn: Conn) -> pb.UpdateWorkflowResponse:
-            record = await repo.update_workflow(conn, spec, self.ctx.clock.now())
+            record = await repo.update_workflow(conn, spec, self.ctx.clock.now(), expected)
             return pb.UpdateWorkflowResponse(workflow=convert.workflow(record))
 
         return await once(self.ctx, request, "UpdateWorkflow", pb.UpdateWorkflowResponse, work)

@@ -166,8 +166,15 @@ async def create_workflow(conn: Conn, spec: WorkflowSpec, now: datetime) -> Work
     return await get_workflow_by_code(conn, code)
 
 
-async def update_workflow(conn: Conn, spec: WorkflowSpec, now: datetime) -> WorkflowRecord:
-    """Stores a new version of an OFFLINE workflow and makes it current."""
+async def update_workflow(
+    conn: Conn, spec: WorkflowSpec, now: datetime, expected_version: int | None = None
+) -> WorkflowRecord:
+    """Stores a new version of an OFFLINE workflow and makes it current.
+
+    With ``expected_version``, a workflow whose current version is another one is ABORTED
+    (VERSION_MISMATCH) and nothing is written; the check is the condition of the same UPDATE that
+    moves the current version, so a concurrent update cannot slip between them.
+    """
     head = (await _head(conn, spec.project, spec.name))._mapping
     if head["release_state"] != ReleaseState.OFFLINE.value:
         raise FailedPrecondition(
@@ -175,20 +182,33 @@ async def update_workflow(conn: Conn, spec: WorkflowSpec, now: datetime) -> Work
             reason="WORKFLOW_ONLINE",
             metadata={"project": spec.project, "workflow": spec.name},
         )
-    version = head["current_version"] + 1
-    # Conditional on the version we read: a concurrent update makes this change 0 rows.
+    based_on = head["current_version"] if expected_version is None else expected_version
+    # Conditional on the version the edit is based on: a concurrent update makes this change 0 rows.
     result = await conn.execute(
         update(W)
-        .where(W.c.id == head["id"], W.c.current_version == head["current_version"])
-        .values(current_version=version, update_time=now)
+        .where(W.c.id == head["id"], W.c.current_version == based_on)
+        .values(current_version=based_on + 1, update_time=now)
     )
     if result.rowcount != 1:
+        if expected_version is not None:
+            current = await conn.scalar(select(W.c.current_version).where(W.c.id == head["id"]))
+            raise Aborted(
+                f"workflow {spec.project}/{spec.name} is at version {current}, not "
+                f"{expected_version}; read it again and retry",
+                reason="VERSION_MISMATCH",
+                metadata={
+                    "project": spec.project,
+                    "workflow": spec.name,
+                    "current_version": str(current),
+                    "expected_version": str(expected_version),
+                },
+            )
         raise Aborted(
             f"workflow {spec.project}/{spec.name} was updated concurrently; retry",
             reason="CONCURRENT_UPDATE",
             metadata={"project": spec.project, "workflow": spec.name},
         )
-    await _write_version(conn, head["id"], version, spec, now)
+    await _write_version(conn, head["id"], based_on + 1, spec, now)
     return await get_workflow_by_code(conn, head["id"])
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dsched import coerce, convert
-from dsched.errors import AlreadyExists, NotFound
+from dsched.errors import Aborted, AlreadyExists, NotFound
 from dsched.options import ReleaseState
 from dsched.results import Page, Project, WorkflowInfo, WorkflowVersionInfo
 from dsched.rpc import RpcBase, iter_pages
@@ -77,11 +77,25 @@ class DefinitionCalls(RpcBase):
             self._call(self._master.CreateWorkflow, req).workflow
         )
 
-    def update_workflow(self, spec: WorkflowSpec, *, request_id: str | None = None) -> WorkflowInfo:
-        """Stores ``spec`` as a new version of an OFFLINE workflow; FailedPrecondition if ONLINE."""
+    def update_workflow(
+        self,
+        spec: WorkflowSpec,
+        *,
+        request_id: str | None = None,
+        expected_version: int | None = None,
+    ) -> WorkflowInfo:
+        """Stores ``spec`` as a new version of an OFFLINE workflow; FailedPrecondition if ONLINE.
+
+        Args:
+            expected_version: the version the edit is based on; if the workflow has moved on,
+                :class:`~dsched.errors.Aborted` with reason VERSION_MISMATCH (its metadata names
+                ``current_version``) and nothing is stored. None: no check.
+        """
         req = master_service_pb2.UpdateWorkflowRequest(
             workflow=convert.workflow_spec_to_proto(spec), request_id=_rid(request_id)
         )
+        if expected_version is not None:
+            req.expected_version = expected_version
         return convert.workflow_info_from_proto(
             self._call(self._master.UpdateWorkflow, req).workflow
         )
@@ -155,13 +169,21 @@ class DefinitionCalls(RpcBase):
         resp = self._call(self._master.SetWorkflowReleaseState, req)
         return convert.workflow_info_from_proto(resp.workflow)
 
-    def put_workflow(self, spec: WorkflowSpec) -> WorkflowInfo:
+    def put_workflow(
+        self, spec: WorkflowSpec, *, expected_version: int | None = None
+    ) -> WorkflowInfo:
         """Makes ``spec`` the current, ONLINE version of its workflow, changing only what differs.
 
         Creates the project and the workflow if they are missing. An existing workflow whose
         current version equals ``spec`` keeps its version; otherwise it is taken OFFLINE, updated
         to a new version and taken ONLINE again. ``spec`` should be validated first (the server
         validates it too).
+
+        Args:
+            expected_version: the version the edit is based on. If an existing workflow that
+                differs from ``spec`` is at another version, :class:`~dsched.errors.Aborted`
+                (VERSION_MISMATCH) is raised and the workflow is left as it was (also when the
+                server finds it moved on after this check).
         """
         self.ensure_project(spec.project)
         try:
@@ -174,9 +196,32 @@ class DefinitionCalls(RpcBase):
             except AlreadyExists:  # created concurrently; compare with what won
                 current = self.get_workflow(spec.project, spec.name)
         if current.spec != spec:
-            if current.online:
+            if expected_version is not None and current.version != expected_version:
+                raise _version_mismatch(current, expected_version)
+            was_online = current.online
+            if was_online:
                 self.set_release_state(spec.project, spec.name, ReleaseState.OFFLINE)
-            current = self.update_workflow(spec)
+            try:
+                current = self.update_workflow(spec, expected_version=expected_version)
+            except Aborted:
+                if was_online:  # leave it as it was: ONLINE, at the version that won
+                    self.set_release_state(spec.project, spec.name, ReleaseState.ONLINE)
+                raise
         if not current.online:
             current = self.set_release_state(spec.project, spec.name, ReleaseState.ONLINE)
         return current
+
+
+def _version_mismatch(current: WorkflowInfo, expected: int) -> Aborted:
+    """The error the server sends for a stale ``expected_version``, raised before any change."""
+    return Aborted(
+        f"workflow {current.project}/{current.name} is at version {current.version}, not "
+        f"{expected}; read it again and retry",
+        reason="VERSION_MISMATCH",
+        metadata={
+            "project": current.project,
+            "workflow": current.name,
+            "current_version": str(current.version),
+            "expected_version": str(expected),
+        },
+    )

@@ -70,6 +70,7 @@ class Reason(StrEnum):
     INVALID_PAGE_TOKEN = "INVALID_PAGE_TOKEN"
     DEFINITION_TOO_LARGE = "DEFINITION_TOO_LARGE"
     REQUEST_TOO_LARGE = "REQUEST_TOO_LARGE"
+    VERSION_MISMATCH = "VERSION_MISMATCH"
 
 
 LISTED: frozenset[str] = frozenset(r.value for r in Reason)

@@ -159,7 +159,9 @@ class Workflow:
         check_workflow(spec)
         return spec
 
-    def submit(self, client: Client | None = None) -> WorkflowInfo:
+    def submit(
+        self, client: Client | None = None, *, expected_version: int | None = None
+    ) -> WorkflowInfo:
         """Validates the workflow, then makes it the current ONLINE version on the server.
 
         Creates the project if it is missing. An unchanged workflow keeps its version; a
@@ -167,9 +169,13 @@ class Workflow:
 
         Args:
             client: the client to use; default :func:`dsched.client.default_client`.
+            expected_version: the version this definition was based on (e.g. the ``version``
+                of the :class:`~dsched.results.WorkflowInfo` it was read from). If someone
+                stored another version since, :class:`~dsched.errors.Aborted` with reason
+                VERSION_MISMATCH and nothing changes.
         """
         spec = self.validate()
-        return _client(client).put_workflow(spec)
+        return _client(client).put_workflow(spec, expected_version=expected_version)
 
     def run(
         self,

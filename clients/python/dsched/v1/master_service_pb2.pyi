@@ -80,12 +80,14 @@ class CreateWorkflowResponse(_message.Message):
     def __init__(self, workflow: _Optional[_Union[_resources_pb2.Workflow, _Mapping]] = ...) -> None: ...
 
 class UpdateWorkflowRequest(_message.Message):
-    __slots__ = ("workflow", "request_id")
+    __slots__ = ("workflow", "request_id", "expected_version")
     WORKFLOW_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_VERSION_FIELD_NUMBER: _ClassVar[int]
     workflow: _resources_pb2.Workflow
     request_id: str
-    def __init__(self, workflow: _Optional[_Union[_resources_pb2.Workflow, _Mapping]] = ..., request_id: _Optional[str] = ...) -> None: ...
+    expected_version: int
+    def __init__(self, workflow: _Optional[_Union[_resources_pb2.Workflow, _Mapping]] = ..., request_id: _Optional[str] = ..., expected_version: _Optional[int] = ...) -> None: ...
 
 class UpdateWorkflowResponse(_message.Message):
     __slots__ = ("workflow",)

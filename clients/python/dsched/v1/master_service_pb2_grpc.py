@@ -32,8 +32,10 @@ class MasterServiceStub:
     Errors travel as `google.rpc.Status` in the trailers with an `ErrorInfo` (domain "dsched", a stable
     `reason`) and, for bad input, `BadRequest` field violations. A rejected request changes nothing.
     Mutating RPCs take a `request_id` (for example a UUID4): repeating a request with the same id returns the
-    first answer without doing the work twice. List RPCs page with `page_size` (default 50, at most 1000)
-    and an opaque `page_token`.
+    first answer without doing the work twice; the same id with a different request is FAILED_PRECONDITION
+    (REQUEST_ID_REUSED). List RPCs page with `page_size` (default 50, at most 1000) and an opaque
+    `page_token` that belongs to the list and filters that issued it; a page also stops at 3 MiB of items
+    (always at least one), so it may hold fewer than `page_size`: follow `next_page_token` until it is empty.
     """
 
     def __init__(self, channel):
@@ -181,8 +183,10 @@ class MasterServiceServicer:
     Errors travel as `google.rpc.Status` in the trailers with an `ErrorInfo` (domain "dsched", a stable
     `reason`) and, for bad input, `BadRequest` field violations. A rejected request changes nothing.
     Mutating RPCs take a `request_id` (for example a UUID4): repeating a request with the same id returns the
-    first answer without doing the work twice. List RPCs page with `page_size` (default 50, at most 1000)
-    and an opaque `page_token`.
+    first answer without doing the work twice; the same id with a different request is FAILED_PRECONDITION
+    (REQUEST_ID_REUSED). List RPCs page with `page_size` (default 50, at most 1000) and an opaque
+    `page_token` that belongs to the list and filters that issued it; a page also stops at 3 MiB of items
+    (always at least one), so it may hold fewer than `page_size`: follow `next_page_token` until it is empty.
     """
 
     def CreateProject(self, request, context):
@@ -222,7 +226,8 @@ class MasterServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def UpdateWorkflow(self, request, context):
-        """Stores a new version of an OFFLINE workflow. FAILED_PRECONDITION if it is ONLINE.
+        """Stores a new version of an OFFLINE workflow. FAILED_PRECONDITION if it is ONLINE; ABORTED
+        (VERSION_MISMATCH) if `expected_version` is set and stale.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -530,8 +535,10 @@ class MasterService:
     Errors travel as `google.rpc.Status` in the trailers with an `ErrorInfo` (domain "dsched", a stable
     `reason`) and, for bad input, `BadRequest` field violations. A rejected request changes nothing.
     Mutating RPCs take a `request_id` (for example a UUID4): repeating a request with the same id returns the
-    first answer without doing the work twice. List RPCs page with `page_size` (default 50, at most 1000)
-    and an opaque `page_token`.
+    first answer without doing the work twice; the same id with a different request is FAILED_PRECONDITION
+    (REQUEST_ID_REUSED). List RPCs page with `page_size` (default 50, at most 1000) and an opaque
+    `page_token` that belongs to the list and filters that issued it; a page also stops at 3 MiB of items
+    (always at least one), so it may hold fewer than `page_size`: follow `next_page_token` until it is empty.
     """
 
     @staticmethod

@@ -33,8 +33,10 @@ class MasterServiceStub:
     Errors travel as `google.rpc.Status` in the trailers with an `ErrorInfo` (domain "dsched", a stable
     `reason`) and, for bad input, `BadRequest` field violations. A rejected request changes nothing.
     Mutating RPCs take a `request_id` (for example a UUID4): repeating a request with the same id returns the
-    first answer without doing the work twice. List RPCs page with `page_size` (default 50, at most 1000)
-    and an opaque `page_token`.
+    first answer without doing the work twice; the same id with a different request is FAILED_PRECONDITION
+    (REQUEST_ID_REUSED). List RPCs page with `page_size` (default 50, at most 1000) and an opaque
+    `page_token` that belongs to the list and filters that issued it; a page also stops at 3 MiB of items
+    (always at least one), so it may hold fewer than `page_size`: follow `next_page_token` until it is empty.
     """
 
     @_typing.overload
@@ -54,7 +56,9 @@ class MasterServiceStub:
     with field violations for cycles, unknown or duplicate task names and bad values.
     """
     UpdateWorkflow: _grpc.UnaryUnaryMultiCallable[_master_service_pb2.UpdateWorkflowRequest, _master_service_pb2.UpdateWorkflowResponse]
-    """Stores a new version of an OFFLINE workflow. FAILED_PRECONDITION if it is ONLINE."""
+    """Stores a new version of an OFFLINE workflow. FAILED_PRECONDITION if it is ONLINE; ABORTED
+    (VERSION_MISMATCH) if `expected_version` is set and stale.
+    """
     GetWorkflow: _grpc.UnaryUnaryMultiCallable[_master_service_pb2.GetWorkflowRequest, _master_service_pb2.GetWorkflowResponse]
     """Returns one version (default: the current one) of a workflow."""
     ListWorkflows: _grpc.UnaryUnaryMultiCallable[_master_service_pb2.ListWorkflowsRequest, _master_service_pb2.ListWorkflowsResponse]
@@ -123,8 +127,10 @@ class MasterServiceAsyncStub(MasterServiceStub):
     Errors travel as `google.rpc.Status` in the trailers with an `ErrorInfo` (domain "dsched", a stable
     `reason`) and, for bad input, `BadRequest` field violations. A rejected request changes nothing.
     Mutating RPCs take a `request_id` (for example a UUID4): repeating a request with the same id returns the
-    first answer without doing the work twice. List RPCs page with `page_size` (default 50, at most 1000)
-    and an opaque `page_token`.
+    first answer without doing the work twice; the same id with a different request is FAILED_PRECONDITION
+    (REQUEST_ID_REUSED). List RPCs page with `page_size` (default 50, at most 1000) and an opaque
+    `page_token` that belongs to the list and filters that issued it; a page also stops at 3 MiB of items
+    (always at least one), so it may hold fewer than `page_size`: follow `next_page_token` until it is empty.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -141,7 +147,9 @@ class MasterServiceAsyncStub(MasterServiceStub):
     with field violations for cycles, unknown or duplicate task names and bad values.
     """
     UpdateWorkflow: _aio.UnaryUnaryMultiCallable[_master_service_pb2.UpdateWorkflowRequest, _master_service_pb2.UpdateWorkflowResponse]  # type: ignore[assignment]
-    """Stores a new version of an OFFLINE workflow. FAILED_PRECONDITION if it is ONLINE."""
+    """Stores a new version of an OFFLINE workflow. FAILED_PRECONDITION if it is ONLINE; ABORTED
+    (VERSION_MISMATCH) if `expected_version` is set and stale.
+    """
     GetWorkflow: _aio.UnaryUnaryMultiCallable[_master_service_pb2.GetWorkflowRequest, _master_service_pb2.GetWorkflowResponse]  # type: ignore[assignment]
     """Returns one version (default: the current one) of a workflow."""
     ListWorkflows: _aio.UnaryUnaryMultiCallable[_master_service_pb2.ListWorkflowsRequest, _master_service_pb2.ListWorkflowsResponse]  # type: ignore[assignment]
@@ -209,8 +217,10 @@ class MasterServiceServicer(metaclass=_abc_1.ABCMeta):
     Errors travel as `google.rpc.Status` in the trailers with an `ErrorInfo` (domain "dsched", a stable
     `reason`) and, for bad input, `BadRequest` field violations. A rejected request changes nothing.
     Mutating RPCs take a `request_id` (for example a UUID4): repeating a request with the same id returns the
-    first answer without doing the work twice. List RPCs page with `page_size` (default 50, at most 1000)
-    and an opaque `page_token`.
+    first answer without doing the work twice; the same id with a different request is FAILED_PRECONDITION
+    (REQUEST_ID_REUSED). List RPCs page with `page_size` (default 50, at most 1000) and an opaque
+    `page_token` that belongs to the list and filters that issued it; a page also stops at 3 MiB of items
+    (always at least one), so it may hold fewer than `page_size`: follow `next_page_token` until it is empty.
     """
 
     @_abc_1.abstractmethod
@@ -261,7 +271,9 @@ class MasterServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _master_service_pb2.UpdateWorkflowRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_master_service_pb2.UpdateWorkflowResponse, _abc.Awaitable[_master_service_pb2.UpdateWorkflowResponse]]:
-        """Stores a new version of an OFFLINE workflow. FAILED_PRECONDITION if it is ONLINE."""
+        """Stores a new version of an OFFLINE workflow. FAILED_PRECONDITION if it is ONLINE; ABORTED
+        (VERSION_MISMATCH) if `expected_version` is set and stale.
+        """
 
     @_abc_1.abstractmethod
     def GetWorkflow(
