@@ -116,6 +116,7 @@ class Settings:
     heartbeat_interval: float = HEARTBEAT_INTERVAL_S
     failover_delay: float = FAILOVER_DELAY_S
     instance_sweep_interval: float = 15.0
+    dispatch_timeout: float = 0.0
     host_selector: HostSelector = "lower_weight"
     warmup_seconds: float = 600.0
     outbox_fsync: bool = False
@@ -218,6 +219,7 @@ _OPTIONS = (
     _Option("heartbeat_interval", float),
     _Option("failover_delay", float),
     _Option("instance_sweep_interval", float),
+    _Option("dispatch_timeout", float),
     _Option("host_selector", str),
     _Option("warmup_seconds", float),
     _Option("outbox_fsync", bool),

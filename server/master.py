@@ -132,6 +132,7 @@ class MasterOptions:
     thresholds: Thresholds = field(default_factory=Thresholds)
     failover_delay: float = FAILOVER_DELAY_S  # for workers whose death is not confirmed
     sweep_interval: float = DEFAULT_SWEEP_INTERVAL_S
+    dispatch_timeout: float = 0.0  # seconds; 0: a task waits for a worker as long as it takes
 
 
 class Master:
@@ -218,6 +219,7 @@ class Master:
             default_group=self.options.default_group,
             reload=self._reload,
             failover_delay=self.options.failover_delay,
+            dispatch_timeout=self.options.dispatch_timeout,
         )
         ctx.metrics = self.services.metrics
         self.consumer = CommandConsumer(

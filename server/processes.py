@@ -180,6 +180,7 @@ def master_options(settings: Settings) -> MasterOptions:
         thresholds=settings.thresholds,
         failover_delay=settings.failover_delay,
         sweep_interval=settings.instance_sweep_interval,
+        dispatch_timeout=settings.dispatch_timeout,
     )
 
 

@@ -7,6 +7,7 @@ are in :mod:`dsched.server.api.controls`.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from google.protobuf.message import Message
@@ -33,6 +34,7 @@ from dsched.server.store import instances as instance_repo
 from dsched.server.store import task_instances as ti_repo
 from dsched.server.store.database import Conn
 from dsched.server.store.events import NewEvent
+from dsched.spec import MAX_TIMEOUT
 from dsched.states import TaskState, WorkflowState
 from dsched.v1 import master_service_pb2 as pb
 
@@ -53,6 +55,17 @@ def _id_checks(instance_id: int, request_id: str, field: str = "id") -> None:
     checks.positive_id(field, instance_id)
     checks.request_id(request_id)
     checks.raise_if_any()
+
+
+def _dispatch_timeout(request: pb.StartWorkflowRequest, checks: Checks) -> timedelta | None:
+    """The run's dispatch timeout (None: the master's default); 0 to 7 days."""
+    if not request.HasField("dispatch_timeout"):
+        return None
+    value = request.dispatch_timeout
+    if not (0 <= value.seconds <= MAX_TIMEOUT.total_seconds() and 0 <= value.nanos < 10**9):
+        checks.add("dispatch_timeout", f"must be between 0 and {MAX_TIMEOUT}")
+        return None
+    return timedelta(seconds=value.seconds, microseconds=value.nanos // 1000)
 
 
 class RunsApi:
@@ -90,6 +103,7 @@ class RunsApi:
             priority=checks.enum(PRIORITY, Priority, "priority", request.priority, Priority.MEDIUM),
             worker_group=request.worker_group,
             dry_run=request.dry_run,
+            dispatch_timeout=_dispatch_timeout(request, checks),
         )
         checks.raise_if_any()
 

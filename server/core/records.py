@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from dsched.options import CommandType, FailureStrategy, Priority, ReleaseState, TaskDependType
 from dsched.spec import WorkflowSpec
@@ -63,6 +63,8 @@ class RunOptions:
     priority: Priority = Priority.MEDIUM
     worker_group: str = ""
     dry_run: bool = False
+    # How long a task may wait for a worker; None: the master's default; zero: no limit.
+    dispatch_timeout: timedelta | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

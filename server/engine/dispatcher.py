@@ -120,12 +120,16 @@ class Dispatcher:
             worker = self._target(job)
             if worker is None:
                 self._parked[job.worker_group].append(job)
-                if not job.waiting and not self._workers.has_group(job.worker_group):
-                    # Said once per attempt, and only when the group has nobody: all of its
-                    # workers being busy is ordinary queueing, not worth a write per task.
-                    job.waiting = True
-                    reason = f"waiting for a worker: no live worker in group {job.worker_group!r}"
-                    job.on_dispatched(Waiting(job.spec.task_instance_id, reason))
+                job.waiting_reason = self._workers.why_unavailable(job.worker_group)
+                if job.waiting_reason != job.told_reason and (
+                    job.told_reason or not self._workers.has_group(job.worker_group)
+                ):
+                    # The runner records it as the task's state reason with a WAITING event, once
+                    # per attempt and reason: none registered, all left, or (after one of those)
+                    # all BUSY. Only BUSY from the start is ordinary queueing (every slot taken),
+                    # not worth a write per task; a dispatch timeout still names it.
+                    job.told_reason = job.waiting_reason
+                    job.on_dispatched(Waiting(job.spec.task_instance_id, job.waiting_reason))
                 continue
             size = job_bytes(job)
             if worker.address in batches and sizes[worker.address] + size > MAX_BATCH_BYTES:

@@ -42,7 +42,8 @@ class DispatchJob:
     order: tuple[int, int, int]  # (workflow priority, task priority, task instance id)
     on_dispatched: Callable[[Dispatched | Waiting], None]
     sent: bool = False
-    waiting: bool = False  # parked and told so (the reason is recorded once per attempt)
+    waiting_reason: str = ""  # why it is parked now (kept for the dispatch timeout's message)
+    told_reason: str = ""  # the waiting reason last told to its runner
     cancelled: bool = False
     target: str = ""  # worker address once sent
     # The worker an earlier runner of the instance sent this attempt to, perhaps unrecorded: only

@@ -82,6 +82,13 @@ class DelayDue:
 
 
 @dataclass(frozen=True, slots=True)
+class DispatchDue:
+    """The dispatch timeout of an attempt passed: if no worker accepted it yet, it fails."""
+
+    task_instance_id: int
+
+
+@dataclass(frozen=True, slots=True)
 class TimeoutWarning:
     task_instance_id: int
 
@@ -150,6 +157,7 @@ Message = (
     | KillUnanswered
     | WorkerGone
     | Waiting
+    | DispatchDue
     | Control
     | ApplyControls
 )

@@ -30,6 +30,7 @@ from dsched.server.core.records import InstanceRecord, TaskInstanceRecord, Workf
 from dsched.server.core.transitions import OWNED_STATES
 from dsched.server.core.var_pool import merge_violation
 from dsched.server.engine import control_apply
+from dsched.server.engine.dispatcher import DISPATCH_TIMEOUT_S
 from dsched.server.engine.effects import Effects
 from dsched.server.engine.jobs import DispatchJob, DispatchSpec
 from dsched.server.engine.messages import (
@@ -38,6 +39,7 @@ from dsched.server.engine.messages import (
     Control,
     Decision,
     DelayDue,
+    DispatchDue,
     Dispatched,
     EventType,
     KillUnanswered,
@@ -282,8 +284,8 @@ class InstanceRunner:
                 await self._on_kill_unanswered(b, msg.task_instance_id)
             elif isinstance(msg, WorkerGone):
                 await self._on_worker_gone(b, msg)
-            elif isinstance(msg, Waiting):
-                self._on_waiting(b, msg)
+            elif isinstance(msg, Waiting | DispatchDue):
+                await self._on_no_worker(b, msg)
             elif isinstance(msg, ApplyControls):
                 await control_apply.on_apply(self, b, msg)
             else:
@@ -396,7 +398,7 @@ class InstanceRunner:
         if self._write(b, track, {TaskState.DELAY_EXECUTION}, TaskState.SUBMITTED, {}):
             self._set_state(b, track, TaskState.SUBMITTED, "delay elapsed")
             self.execution.task_state(track.task, TaskState.SUBMITTED, b.now)
-            b.effects.dispatch(self._job(track))
+            self._dispatch(b, track)
 
     def _on_timeout_warning(self, b: _Batch, ti_id: int) -> None:
         track = self.tracks.get(ti_id)
@@ -445,6 +447,45 @@ class InstanceRunner:
             {"state_reason": msg.reason[:1024]},
         ):
             b.events.append(self._event(track, None, InstanceEventKind.WAITING, msg.reason))
+
+    def _dispatch(self, b: _Batch, track: Track) -> None:
+        """Queues the attempt for a worker and, with a dispatch timeout, arms its deadline."""
+        b.effects.dispatch(self._job(track))
+        limit = self._dispatch_timeout()
+        if limit > 0:
+            b.effects.timer(limit, DispatchDue(track.ti_id))
+
+    def _dispatch_timeout(self) -> float:
+        """Seconds a ready attempt may wait for a worker (0: no limit): the run's, else the
+        master's default."""
+        chosen = self.instance.options.dispatch_timeout
+        return self.s.dispatch_timeout if chosen is None else chosen.total_seconds()
+
+    async def _on_no_worker(self, b: _Batch, msg: Waiting | DispatchDue) -> None:
+        """An attempt still has no worker: the reason it waits, or its dispatch timeout passed."""
+        if isinstance(msg, Waiting):
+            self._on_waiting(b, msg)
+        else:
+            await self._on_dispatch_due(b, msg.task_instance_id)
+
+    async def _on_dispatch_due(self, b: _Batch, ti_id: int) -> None:
+        track = self.tracks.get(ti_id)
+        if track is None or track.state is not TaskState.SUBMITTED or track.job is None:
+            return  # a worker took it (or it was superseded) in time
+        if track.job.sent:
+            # A send is under way and may be accepted: look again once its outcome is known.
+            b.effects.timer(DISPATCH_TIMEOUT_S, DispatchDue(ti_id))
+            return
+        track.job.cancelled = True
+        waited = track.job.waiting_reason.removeprefix("waiting for a worker: ")
+        reason = (
+            f"no worker took it within the dispatch timeout "
+            f"({timedelta(seconds=self._dispatch_timeout())}): {waited or 'none was available'}"
+        )
+        values = {"end_time": b.now, "state_reason": reason[:1024]}
+        if self._write(b, track, {TaskState.SUBMITTED}, TaskState.FAILED, values):
+            self._set_state(b, track, TaskState.FAILED, reason)
+            await self._apply(b, self.execution.task_state(track.task, TaskState.FAILED, b.now))
 
     async def _on_worker_gone(self, b: _Batch, msg: WorkerGone) -> None:
         lost = [
@@ -505,7 +546,7 @@ class InstanceRunner:
             if isinstance(action, ex.Create):
                 b.creates.append(action)
             elif isinstance(action, ex.Redispatch):
-                b.effects.dispatch(self._job(self.tracks[action.task_instance_id]))
+                self._dispatch(b, self.tracks[action.task_instance_id])
             elif isinstance(action, ex.Adopt):
                 adopted = self.tracks[action.task_instance_id]
                 b.effects.adopt(adopted.ti_id, adopted.attempt, adopted.host, adopted.worker_epoch)
@@ -621,7 +662,7 @@ class InstanceRunner:
             elif create.delay:
                 b.effects.timer(create.delay.total_seconds(), DelayDue(ti_id))
             else:
-                b.effects.dispatch(self._job(track))
+                self._dispatch(b, track)
         await self._apply(b, follow_ups)
 
     # ------------------------------------------------------------------------- helpers

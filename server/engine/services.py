@@ -65,6 +65,7 @@ class EngineServices:
     # worker each attempt that runner sent but may not have recorded went to (engine/reloads.py).
     reload: Callable[[int, Mapping[int, str]], None]
     failover_delay: float = FAILOVER_DELAY_S
+    dispatch_timeout: float = 0.0  # the default of runs that set none; 0: no limit
     metrics: EngineMetrics = field(default_factory=EngineMetrics)
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 

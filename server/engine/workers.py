@@ -61,6 +61,7 @@ class WorkerDirectory:
         self._selector_name = selector
         self._warmup = warmup
         self._workers: dict[str, WorkerRef] = {}
+        self._seen_groups: set[str] = set()  # groups with a worker since this master started
         self._sent: dict[str, int] = {}  # attempts sent since the worker's last heartbeat
         self._channels: dict[str, aio.Channel] = {}
         self._changed = asyncio.Event()
@@ -104,6 +105,7 @@ class WorkerDirectory:
             if channel is not None:
                 asyncio.get_running_loop().create_task(channel.close())
         self._workers = workers
+        self._seen_groups.update(w.group for w in workers.values())
         # Wake everyone waiting for a change, then arm a fresh event for the next one.
         self._changed.set()
         self._changed = asyncio.Event()
@@ -113,6 +115,21 @@ class WorkerDirectory:
     def subscribe(self, listener: Callable[[], None]) -> None:
         """Calls ``listener`` after every membership or heartbeat change."""
         self._listeners.append(listener)
+
+    def why_unavailable(self, group: str) -> str:
+        """Why :meth:`pick` finds no worker for ``group``: every live one is BUSY, its workers
+        left, or none ever registered (as far as this master has seen since it started; the
+        groups that have live workers are named, so that a misspelt group is easy to spot)."""
+        if self.has_group(group):
+            return f"waiting for a worker: every live worker in group {group!r} is BUSY"
+        if group in self._seen_groups:
+            return f"waiting for a worker: no live worker in group {group!r} (its workers left)"
+        live = sorted({w.group for w in self._workers.values()})
+        return (
+            f"waiting for a worker: no live worker in group {group!r}, and none has registered "
+            "since this master started (groups with live workers: "
+            f"{', '.join(repr(g) for g in live[:10]) or 'none'})"
+        )
 
     def has_group(self, group: str) -> bool:
         """Whether any live worker serves ``group`` (busy or not)."""

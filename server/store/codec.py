@@ -86,6 +86,9 @@ def options_to_json(options: RunOptions) -> dict[str, Any]:
         "priority": options.priority.value,
         "worker_group": options.worker_group,
         "dry_run": options.dry_run,
+        "dispatch_timeout": (
+            None if options.dispatch_timeout is None else options.dispatch_timeout.total_seconds()
+        ),
     }
 
 
@@ -97,4 +100,9 @@ def options_from_json(doc: Mapping[str, Any]) -> RunOptions:
         priority=Priority(doc.get("priority", "MEDIUM")),
         worker_group=doc.get("worker_group", ""),
         dry_run=bool(doc.get("dry_run", False)),
+        dispatch_timeout=(
+            None
+            if doc.get("dispatch_timeout") is None
+            else timedelta(seconds=float(doc["dispatch_timeout"]))
+        ),
     )

@@ -226,12 +226,15 @@ def instance_id_from_run(stdout: str) -> int:
 
 
 def parse_table(text: str) -> list[dict[str, str]]:
-    """Rows of a CLI table (upper-case headers, columns separated by two or more spaces)."""
-    lines = [line for line in text.splitlines() if line.strip()]
+    """Rows of a CLI table (upper-case headers, columns separated by two or more spaces), up to the
+    first blank line after it (``dsched show`` prints task reasons below its table)."""
+    lines = text.splitlines()
     header_at = next(i for i, line in enumerate(lines) if re.match(r"^[A-Z]+(\s{2,}|$)", line))
     headers = re.split(r"\s{2,}", lines[header_at].strip())
     rows = []
     for line in lines[header_at + 1 :]:
+        if not line.strip():
+            break
         cells = re.split(r"\s{2,}", line.strip())
         assert len(cells) == len(headers), f"row {line!r} does not fit headers {headers}"
         rows.append(dict(zip(headers, cells, strict=True)))

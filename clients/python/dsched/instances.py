@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from dsched import coerce, convert
@@ -65,8 +65,13 @@ class InstanceCalls(RpcBase):
         worker_group: str = "",
         dry_run: bool = False,
         request_id: str | None = None,
+        dispatch_timeout: timedelta | float | None = None,
     ) -> WorkflowInstance:
         """Starts a run of an ONLINE workflow; returns the new instance (SUBMITTED).
+
+        ``dispatch_timeout`` (a timedelta or seconds) bounds how long a task may wait for a
+        worker of its group; then it fails saying why it waited. None: the master's default;
+        0: no limit.
 
         Options left as None take the server's defaults (TASK_POST, CONTINUE, MEDIUM).
 
@@ -107,6 +112,13 @@ class InstanceCalls(RpcBase):
             req.failure_strategy = convert.FAILURE_STRATEGY.number(failure)
         if prio is not None:
             req.priority = convert.PRIORITY.number(prio)
+        if dispatch_timeout is not None:
+            seconds = (
+                dispatch_timeout.total_seconds()
+                if isinstance(dispatch_timeout, timedelta)
+                else float(dispatch_timeout)
+            )
+            req.dispatch_timeout.FromTimedelta(timedelta(seconds=seconds))
         return _instance(self._call(self._master.StartWorkflow, req))
 
     def pause_instance(self, id: int, *, request_id: str | None = None) -> WorkflowInstance:

@@ -136,6 +136,25 @@ async def master_sees(master: Master, worker_address: str) -> None:
             await master.workers.changed()
 
 
+@contextlib.asynccontextmanager
+async def extra_worker(
+    c: Cluster, group: str, thresholds: Thresholds = NEVER_BUSY
+) -> AsyncIterator[Worker]:
+    """One more worker, of ``group``, on its own registry session; stopped on exit."""
+    registry = EmbeddedRegistry(c.ensemble)
+    worker = Worker(
+        WorkerOptions(data_dir=c.tmp / group, port=0, group=group, thresholds=thresholds),
+        registry=registry,
+    )
+    async with contextlib.AsyncExitStack() as stack:
+        await registry.start()
+        stack.push_async_callback(registry.stop)
+        await worker.start()
+        stack.push_async_callback(worker.stop)
+        await master_sees(c.master, worker.address)
+        yield worker
+
+
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
     async with start_cluster(f"sqlite+aiosqlite:///{tmp_path / 'dsched.db'}", tmp_path) as c:

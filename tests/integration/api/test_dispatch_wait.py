@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
-
-from dsched.server.coord.embedded import EmbeddedRegistry
 from dsched.v1 import enums_pb2 as T
-from dsched.worker.app import Worker, WorkerOptions
 from tests.integration.api.conftest import (
-    NEVER_BUSY,
     Cluster,
-    master_sees,
+    extra_worker,
     online_workflow,
     run_to_end,
     shell,
@@ -35,17 +30,7 @@ async def test_a_task_without_a_worker_in_its_group_waits_with_a_reason_then_run
     assert gpu.state == T.TASK_INSTANCE_STATE_SUBMITTED
     assert "no live worker in group 'gpu'" in gpu.state_reason
 
-    registry = EmbeddedRegistry(cluster.ensemble)
-    worker = Worker(
-        WorkerOptions(data_dir=cluster.tmp / "gpu", port=0, group="gpu", thresholds=NEVER_BUSY),
-        registry=registry,
-    )
-    async with contextlib.AsyncExitStack() as stack:
-        await registry.start()
-        stack.push_async_callback(registry.stop)
-        await worker.start()
-        stack.push_async_callback(worker.stop)
-        await master_sees(cluster.master, worker.address)
+    async with extra_worker(cluster, "gpu") as worker:
         done = await run_to_end(cluster, started.id)
         assert done.state == T.WORKFLOW_INSTANCE_STATE_SUCCEEDED
     tis = await task_instances(cluster, started.id)

@@ -348,7 +348,7 @@ DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 UNUSED: dict[Role, set[str]] = {
     "master": {"worker_port", "worker_slots", "outbox_fsync", "task_env_allow"},
     "worker": {
-        *("worker_port", "db_url", "host_selector", "warmup_seconds"),
+        *("worker_port", "db_url", "host_selector", "dispatch_timeout", "warmup_seconds"),
         *("cluster_host", "cluster_port", "master_capacity", "instance_sweep_interval"),
     },
 }

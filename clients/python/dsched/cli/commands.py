@@ -73,6 +73,7 @@ def run(args: argparse.Namespace, client: Client) -> int:
         priority=args.priority,
         worker_group=args.worker_group,
         dry_run=args.dry_run,
+        dispatch_timeout=args.dispatch_timeout,
     )
     _out(
         f"instance {instance.id}  {instance.project}/{instance.workflow} "
@@ -128,6 +129,10 @@ def show(args: argparse.Namespace, client: Client) -> int:
     _out(fmt.instance_header(instance))
     _out("")
     _out(fmt.task_rows(tasks))
+    reasons = fmt.task_reasons(tasks)
+    if reasons:
+        _out("")
+        _out(reasons)
     return 0
 
 

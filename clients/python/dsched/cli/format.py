@@ -133,3 +133,9 @@ def task_rows(tasks: Iterable[TaskInstance]) -> str:
     )
     headers = ("id", "task", "attempt", "state", "host", "start", "duration", "exit code")
     return table(headers, rows)
+
+
+def task_reasons(tasks: Iterable[TaskInstance]) -> str:
+    """The lines under the task table of ``dsched show``: why a task is in its state, for each
+    task that says (waiting for a worker, timed out, killed, ...); "" if none does."""
+    return "\n".join(f"{t.id} {t.task_name}: {t.state_reason}" for t in tasks if t.state_reason)

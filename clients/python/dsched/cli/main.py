@@ -79,6 +79,12 @@ def _add_run(
     p.add_argument("--priority", choices=_lower(Priority))
     p.add_argument("--worker-group", default="", metavar="GROUP")
     p.add_argument("--dry-run", action="store_true", help="run the engine, not the tasks")
+    p.add_argument(
+        "--dispatch-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="fail a task that waits longer for a worker (default: the master's; 0: no limit)",
+    )
     p.add_argument("--wait", action="store_true", help="follow the run until it ends")
     p.add_argument("--logs", action="store_true", help="with --wait, stream every task's log")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="give up waiting after this")

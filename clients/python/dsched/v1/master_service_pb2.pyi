@@ -2,6 +2,7 @@ import datetime
 
 from dsched.v1 import enums_pb2 as _enums_pb2
 from dsched.v1 import resources_pb2 as _resources_pb2
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -182,7 +183,7 @@ class SetWorkflowReleaseStateResponse(_message.Message):
     def __init__(self, workflow: _Optional[_Union[_resources_pb2.Workflow, _Mapping]] = ...) -> None: ...
 
 class StartWorkflowRequest(_message.Message):
-    __slots__ = ("project", "workflow", "params", "start_tasks", "task_depend_type", "failure_strategy", "priority", "worker_group", "dry_run", "request_id")
+    __slots__ = ("project", "workflow", "params", "start_tasks", "task_depend_type", "failure_strategy", "priority", "worker_group", "dry_run", "request_id", "dispatch_timeout")
     class ParamsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -200,6 +201,7 @@ class StartWorkflowRequest(_message.Message):
     WORKER_GROUP_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    DISPATCH_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     project: str
     workflow: str
     params: _containers.ScalarMap[str, str]
@@ -210,7 +212,8 @@ class StartWorkflowRequest(_message.Message):
     worker_group: str
     dry_run: bool
     request_id: str
-    def __init__(self, project: _Optional[str] = ..., workflow: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., start_tasks: _Optional[_Iterable[str]] = ..., task_depend_type: _Optional[_Union[_enums_pb2.TaskDependType, str]] = ..., failure_strategy: _Optional[_Union[_enums_pb2.FailureStrategy, str]] = ..., priority: _Optional[_Union[_enums_pb2.Priority, str]] = ..., worker_group: _Optional[str] = ..., dry_run: _Optional[bool] = ..., request_id: _Optional[str] = ...) -> None: ...
+    dispatch_timeout: _duration_pb2.Duration
+    def __init__(self, project: _Optional[str] = ..., workflow: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., start_tasks: _Optional[_Iterable[str]] = ..., task_depend_type: _Optional[_Union[_enums_pb2.TaskDependType, str]] = ..., failure_strategy: _Optional[_Union[_enums_pb2.FailureStrategy, str]] = ..., priority: _Optional[_Union[_enums_pb2.Priority, str]] = ..., worker_group: _Optional[str] = ..., dry_run: _Optional[bool] = ..., request_id: _Optional[str] = ..., dispatch_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class StartWorkflowResponse(_message.Message):
     __slots__ = ("instance",)
