@@ -22,6 +22,11 @@ So a page holds at most ``PAGE_BYTES`` + one item's framing per item (<= 5 bytes
 its items are small, or one item of at most 2,097,216 bytes otherwise, plus ``next_page_token``
 (<= 600 bytes): at most 3,145,728 + 5,000 + 600 = 3,151,328 bytes < 4,194,304.
 ``tests/integration/api/test_answer_sizes.py`` builds the largest items and checks it.
+
+The other answers that grow are bounded without pages: a WatchWorkflowInstance frame holds at most
+500 events of at most 1,024 characters of message (under 4.4 KiB each, 2.2 MiB); a log read or
+tail chunk is at most 1 MiB; ListClusterMembers holds one entry of about 200 bytes per live
+member (4 MiB would take some 20,000 members); any one-item answer carries at most the items above.
 """
 
 from __future__ import annotations
