@@ -5,10 +5,13 @@ The SDK does the reverse in ``dsched.status``; both sides use the same ``reason`
 Every status fits the trailers a client with default settings accepts (8 KiB of metadata). The
 error itself is bounded (:mod:`dsched.errors`: message <= 512 bytes, <= 20 clipped violations,
 <= 6 clipped metadata entries); here the serialized details are also kept under
-:data:`MAX_DETAILS_BYTES`, dropping violations from the end and counting them. The arithmetic:
-``grpc-status-details-bin`` is base64 of the Status (<= 4/3 * 3 KiB = 4 KiB), ``grpc-message`` is
-the message percent-encoded (<= 3 * 512 B = 1.5 KiB), plus ``grpc-status`` and the HPACK entry
-overheads (32 B each): under 6 KiB.
+:data:`MAX_DETAILS_BYTES`, dropping violations from the end (but never the first) and counting
+them. The arithmetic: ``grpc-status-details-bin`` is base64 of the Status, ``grpc-message`` the
+message percent-encoded (<= 3 * 512 B = 1.5 KiB), plus ``grpc-status`` and the HPACK entry
+overheads (32 B each). With several violations the Status is under 3 KiB (base64: 4 KiB), so the
+trailers are under 6 KiB; a lone violation (<= 1,024 B of field, 256 B of description) with the
+largest metadata (6 entries of <= 320 B) and message makes a Status of at most 3.8 KiB (base64:
+5.1 KiB), trailers under 7 KiB: always within the 8 KiB.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ def to_grpc_status(err: DschedError) -> grpc.Status:
     omitted = err.omitted_violations
     while True:
         status = _status(err, violations, omitted)
-        if status.ByteSize() <= MAX_DETAILS_BYTES or not violations:
+        # The first violation always stays: it names the field a client most needs.
+        if status.ByteSize() <= MAX_DETAILS_BYTES or len(violations) <= 1:
             break
         violations.pop()
         omitted += 1

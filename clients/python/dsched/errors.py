@@ -43,7 +43,7 @@ DOMAIN = "dsched"
 # ``ErrorInfo.metadata["omitted_violations"]``.
 MAX_VIOLATIONS = 20
 MAX_MESSAGE_BYTES = 512
-MAX_FIELD_BYTES = 128
+MAX_FIELD_BYTES = 1024  # a safety net: field paths are built bounded (dsched.names.param_path)
 MAX_DESCRIPTION_BYTES = 256
 MAX_METADATA_ENTRIES = 6
 MAX_METADATA_KEY_BYTES = 64

@@ -91,7 +91,7 @@ async def test_many_bad_start_parameters_arrive_bounded(seeded: Cluster) -> None
     params = {f"{i}bad" + "é" * 100: "v" for i in range(200)}
     request = pb.StartWorkflowRequest(project="p", workflow="w", params=params)
     got = await failure(seeded.stub.StartWorkflow(request))
-    assert got.reason == "INVALID_ARGUMENT"
+    assert got.reason == "INVALID_PARAMETER_NAME"
     assert_bounded(got, 200)
     assert all(f.startswith("params[") for f in got.fields)
     assert await snapshot(seeded) == before
