@@ -23,6 +23,14 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2
 
 from dsched.server.rpc.interceptor import ErrorInterceptor
 
+# The largest message a server takes or sends, chosen on purpose. Every valid request is far
+# smaller (a definition is at most 2 MiB, README "Limits") and every answer fits the 4 MiB of a
+# default client (dsched.server.api.pages), but an oversized request up to this size still reaches
+# the validation and gets a clear INVALID_ARGUMENT naming the limit and the field (40 scripts of
+# 255 KiB are 10 MiB) instead of a bare RESOURCE_EXHAUSTED from gRPC; beyond it, gRPC refuses the
+# message before it is buffered whole, which bounds the memory one call can take.
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
 # Keepalive: clients ping every 30 s on idle streams (log follow, watch); the server must allow it
 # or it answers GOAWAY "too_many_pings" and long-lived streams die.
 SERVER_OPTIONS: list[tuple[str, Any]] = [
@@ -31,8 +39,8 @@ SERVER_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
     ("grpc.http2.max_pings_without_data", 0),
-    ("grpc.max_receive_message_length", 16 * 1024 * 1024),
-    ("grpc.max_send_message_length", 16 * 1024 * 1024),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ("grpc.so_reuseport", 0),
 ]
 CHANNEL_OPTIONS: list[tuple[str, Any]] = [
@@ -40,8 +48,8 @@ CHANNEL_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.keepalive_timeout_ms", 10_000),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
-    ("grpc.max_receive_message_length", 16 * 1024 * 1024),
-    ("grpc.max_send_message_length", 16 * 1024 * 1024),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
 ]
 
 REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"
