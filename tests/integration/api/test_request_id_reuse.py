@@ -195,12 +195,22 @@ CASES: list[tuple[str, Call, Call]] = [
 ]
 
 
+async def settled(c: Cluster, answer: Any) -> None:
+    """Waits until the instance the first request set in motion (a start, rerun, recovery or
+    stop) is terminal, so that the snapshot compares only what the refused request could change.
+    A paused one waits on the gate and does not move."""
+    instance = getattr(answer, "instance", None)
+    if instance is not None and instance.state != enums.WORKFLOW_INSTANCE_STATE_READY_PAUSE:
+        await run_to_end(c, instance.id)
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize(("first", "other"), [pytest.param(f, o, id=n) for n, f, o in CASES])
 async def test_a_request_id_answers_its_own_request_and_refuses_another(
     cluster: Cluster, world: World, gate: Gate, first: Call, other: Call
 ) -> None:
     answer = await first(cluster, world, RID)
+    await settled(cluster, answer)
     before = await snapshot(cluster)
     got = await failure(other(cluster, world, RID))
     assert_status(got, grpc.StatusCode.FAILED_PRECONDITION, "REQUEST_ID_REUSED")
