@@ -247,5 +247,6 @@ def test_ctrl_c_exits_130_without_traceback(fake: Fake, tmp_path: Path) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.communicate(timeout=10)  # reaped here, not by a later test's garbage collection
     assert proc.returncode == 130
     assert "Traceback" not in err
