@@ -230,12 +230,25 @@ def test_unreachable_server(fake: Fake) -> None:
     assert result.stderr.startswith("error: cannot reach the dsched server at 127.0.0.1:1")
 
 
+def _interruptible() -> None:
+    """In the child before exec: SIGINT at its default and unblocked. Dispositions set to "ignore"
+    and blocked signals survive exec, and Python installs its KeyboardInterrupt handler only over
+    the default; what earlier tests left in this pytest process must not make Ctrl-C a no-op."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_exits_130_without_traceback(fake: Fake, tmp_path: Path) -> None:
     endless = ETL.replace("echo loading", "sleep 1000")
     assert cli(fake, "submit", _file(tmp_path, endless)).returncode == 0
     cmd = [str(DSCHED), "--server", fake.address, "--project", "demo", "run", "etl", "--wait"]
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env()
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+        preexec_fn=_interruptible,
     )
     lifeline.guard(proc)
     assert proc.stdout is not None
