@@ -63,6 +63,7 @@ from dsched.server.engine.commands import CommandConsumer
 from dsched.server.engine.control_sweep import ControlSweep
 from dsched.server.engine.dispatcher import Dispatcher
 from dsched.server.engine.failover import Failover, fail_over_epoch
+from dsched.server.engine.grpc_worker_client import GrpcWorkerClient
 from dsched.server.engine.notifier import Notifier
 from dsched.server.engine.peers import Peers
 from dsched.server.engine.reloads import DEFAULT_SWEEP_INTERVAL_S, Reloads
@@ -147,10 +148,15 @@ class Master:
         self.db = Database(options.db_url)
         self.notifier = Notifier()
         self.runners = Runners()
+        self.worker_client = GrpcWorkerClient()
         self.workers = WorkerDirectory(
-            registry, self.clock, selector=options.host_selector, warmup=options.warmup
+            registry,
+            self.clock,
+            selector=options.host_selector,
+            warmup=options.warmup,
+            on_left=self.worker_client.forget,
         )
-        self.dispatcher = Dispatcher(self.workers)
+        self.dispatcher = Dispatcher(self.workers, self.worker_client)
         self.peers = Peers()
         self.address = ""
         self.cluster_address = ""
@@ -189,6 +195,7 @@ class Master:
             notifier=self.notifier,
             runners=self.runners,
             workers=self.workers,
+            worker_logs=self.worker_client,
             registry=self.registry,
             metrics=EngineMetrics(),
             address="",
@@ -212,6 +219,7 @@ class Master:
             clock=self.clock,
             dispatcher=self.dispatcher,
             workers=self.workers,
+            worker_client=self.worker_client,
             notifier=self.notifier,
             address=self.address,
             cluster_address=self.cluster_address,
@@ -328,7 +336,9 @@ class Master:
             what = f"remove {self._node} from the registry"
             limit = shutdown.share(_UNREGISTER_S, 0.1)
             await shutdown.step(what, leaving, limit=limit, reserve=_TAIL_S)
-        await shutdown.step("close the worker channels", self.workers.stop(), reserve=_TAIL_S)
+        await shutdown.step("stop watching workers", self.workers.stop(), reserve=_TAIL_S)
+        closing_workers = self.worker_client.close()
+        await shutdown.step("close the worker channels", closing_workers, reserve=_TAIL_S)
         await shutdown.step("close the master channels", self.peers.close(), reserve=_TAIL_S)
         closing_db = shutdown.share(_CLOSE_DB_S, 0.1)
         servings = [s for s in (self._serving, self._cluster_serving) if s is not None]

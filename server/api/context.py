@@ -8,6 +8,7 @@ from datetime import datetime
 
 from dsched.server.coord.registry import Registry
 from dsched.server.core.ports import Clock
+from dsched.server.engine.grpc_worker_client import GrpcWorkerClient
 from dsched.server.engine.notifier import Notifier
 from dsched.server.engine.peers import Peers
 from dsched.server.engine.runners import Runners
@@ -23,6 +24,7 @@ class MasterContext:
     notifier: Notifier
     runners: Runners
     workers: WorkerDirectory
+    worker_logs: GrpcWorkerClient  # the channels to workers, for the log proxy
     registry: Registry
     metrics: EngineMetrics
     address: str

@@ -63,7 +63,7 @@ class LogProxy(log_service_pb2_grpc.LogServiceServicer):
                 metadata={"task_instance": str(ti.id)},
             )
         try:
-            return await self.ctx.workers.log_stub(ti.host).ReadTaskLog(request, timeout=30)
+            return await self.ctx.worker_logs.log_stub(ti.host).ReadTaskLog(request, timeout=30)
         except aio.AioRpcError as err:
             raise _translate(err, ti) from err
 
@@ -82,7 +82,7 @@ class LogProxy(log_service_pb2_grpc.LogServiceServicer):
             return
         ti = found[0]
         try:
-            async for frame in self.ctx.workers.log_stub(ti.host).TailTaskLog(request):
+            async for frame in self.ctx.worker_logs.log_stub(ti.host).TailTaskLog(request):
                 yield frame
         except aio.AioRpcError as err:
             raise _translate(err, ti) from err

@@ -18,16 +18,12 @@ import heapq
 import logging
 from collections import defaultdict
 
-import grpc
-from grpc import aio
-
 from dsched.server.core.backoff import Backoff
 from dsched.server.engine.jobs import DispatchJob
 from dsched.server.engine.messages import Dispatched, Waiting
-from dsched.server.engine.wire import task_execution
+from dsched.server.engine.worker_client import RequestRefused, WorkerCallError, WorkerClient
 from dsched.server.engine.workers import WorkerDirectory, WorkerRef
 from dsched.spec import ShellSpec, params_bytes
-from dsched.v1 import enums_pb2, worker_service_pb2
 
 log = logging.getLogger(__name__)
 
@@ -37,18 +33,17 @@ DISPATCH_TIMEOUT_S = 10.0
 # worker accepts: one attempt carries at most a 256 KiB script and 3 * 256 KiB of parameters.
 MAX_BATCH = 64
 MAX_BATCH_BYTES = 4 * 1024 * 1024
-_ACCEPTED = (
-    enums_pb2.DISPATCH_OUTCOME_ACCEPTED,
-    enums_pb2.DISPATCH_OUTCOME_ALREADY_ACCEPTED,
-)
 _RETRY = Backoff(initial=0.05, maximum=2.0)
 
 
 class Dispatcher:
     """Owns the dispatch queue. ``submit`` may be called from any coroutine on the loop."""
 
-    def __init__(self, workers: WorkerDirectory, *, max_in_flight: int = 16) -> None:
+    def __init__(
+        self, workers: WorkerDirectory, client: WorkerClient, *, max_in_flight: int = 16
+    ) -> None:
         self._workers = workers
+        self._client = client
         self._heap: list[DispatchJob] = []
         self._parked: dict[str, list[DispatchJob]] = defaultdict(list)
         self._wake = asyncio.Event()
@@ -166,22 +161,19 @@ class Dispatcher:
             self._slots.release()
 
     async def _send_until_known(self, jobs: list[DispatchJob], worker: WorkerRef) -> None:
-        request = worker_service_pb2.DispatchTasksRequest(
-            tasks=[task_execution(job.spec) for job in jobs]
-        )
-        stub = self._workers.worker_stub(worker.address)
+        specs = [job.spec for job in jobs]
         for delay in _RETRY.delays():
             for job in jobs:
                 job.attempts += 1
             try:
-                reply = await stub.DispatchTasks(request, timeout=DISPATCH_TIMEOUT_S)
-            except aio.AioRpcError as err:
-                if err.code() == grpc.StatusCode.INVALID_ARGUMENT:
-                    # Never expected from our own requests; log it and drop the batch.
-                    log.error(
-                        "worker %s refused a dispatch batch: %s", worker.address, err.details()
-                    )
-                    return
+                reply = await self._client.dispatch(
+                    worker.address, specs, timeout=DISPATCH_TIMEOUT_S
+                )
+            except RequestRefused as err:
+                # Never expected from our own requests; log it and drop the batch.
+                log.error("worker %s refused a dispatch batch: %s", worker.address, err.details)
+                return
+            except WorkerCallError:
                 live = self._workers.get(worker.address)
                 if live is None or live.epoch != worker.epoch:
                     # The worker is gone: it cannot report these attempts any more (its epoch
@@ -193,7 +185,7 @@ class Dispatcher:
                 continue
             rejected = []
             for job, result in zip(jobs, reply.results, strict=True):
-                if result.outcome in _ACCEPTED:
+                if result.accepted:
                     job.on_dispatched(
                         Dispatched(
                             job.spec.task_instance_id,

@@ -22,7 +22,7 @@ of these holds:
 
 - another incarnation registered at its address (a worker binds its port, exclusively, before it
   registers; a worker that fenced itself registers again only after killing its tasks);
-- nothing listens at its address any more (:func:`~dsched.server.rpc.probe.refused`);
+- nothing listens at its address any more (``WorkerClient.refused``);
 - it has not come back within the failover delay. That delay gives a worker that is alive but cut
   off time to notice and fence itself (``dsched.worker.app.fence_deadline``) before its tasks run
   again elsewhere.
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from dsched.errors import Aborted, DschedError, Unavailable
@@ -46,7 +46,7 @@ from dsched.server.engine.messages import WorkerGone
 from dsched.server.engine.runners import Runners
 from dsched.server.engine.services import EngineServices
 from dsched.server.heartbeat import decode_heartbeat
-from dsched.server.rpc.probe import refused
+from dsched.server.rpc.probe import PROBE_TIMEOUT_S
 from dsched.server.store import events
 from dsched.server.store import instances as instance_repo
 from dsched.server.store.events import NewEvent
@@ -127,7 +127,7 @@ class Failover:
     The master feeds it the master nodes it watches anyway (:meth:`on_masters`); worker
     membership comes from the master's worker directory. ``enabled`` says whether it may act now
     (registered and connected). ``delay`` is the failover delay for workers whose death is not
-    confirmed; ``probe`` tells whether nothing listens at an address any more.
+    confirmed; the worker client's probe tells whether nothing listens at an address any more.
     """
 
     def __init__(
@@ -138,14 +138,12 @@ class Failover:
         *,
         delay: float,
         enabled: Callable[[], bool],
-        probe: Callable[[str], Awaitable[bool]] = refused,
     ) -> None:
         self.s = services
         self._registry = registry
         self._runners = runners
         self._delay = delay
         self._enabled = enabled
-        self._probe = probe
         self._masters: set[int] | None = None
         self._workers: dict[str, int] | None = None  # address -> epoch of the live workers
         # Worker incarnations gone from the registry, not known dead yet, by address.
@@ -222,7 +220,7 @@ class Failover:
         task.add_done_callback(self._probes.discard)
 
     async def _confirm(self, address: str, epoch: int) -> None:
-        if await self._probe(address):
+        if await self.s.worker_client.refused(address, timeout=PROBE_TIMEOUT_S):
             self._missing_dead(address, epoch, "nothing listens at its address any more")
 
     def _missing_dead(self, address: str, epoch: int, why: str) -> None:

@@ -1,4 +1,5 @@
-"""What instance runners share: the store, the clock, the dispatcher, workers, and worker calls."""
+"""What instance runners share: the store, the clock, the dispatcher, workers, and worker calls
+(through :class:`~dsched.server.engine.worker_client.WorkerClient`)."""
 
 from __future__ import annotations
 
@@ -8,19 +9,17 @@ from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from grpc import aio
-
 from dsched.server.constants import FAILOVER_DELAY_S, KILL_GRACE_S
 from dsched.server.core.ports import Clock
 from dsched.server.core.records import InstanceRecord
 from dsched.server.engine.dispatcher import Dispatcher
 from dsched.server.engine.messages import KillUnanswered, TakeOverResult
 from dsched.server.engine.notifier import Notifier
+from dsched.server.engine.worker_client import WorkerCallError, WorkerClient
 from dsched.server.engine.workers import WorkerDirectory, WorkerRef
-from dsched.server.rpc.probe import PROBE_TIMEOUT_S, refused
+from dsched.server.rpc.probe import PROBE_TIMEOUT_S
 from dsched.server.store import instances as instance_repo
 from dsched.server.store.database import Database
-from dsched.v1 import worker_service_pb2
 
 if TYPE_CHECKING:
     from dsched.server.engine.runner import InstanceRunner
@@ -56,6 +55,7 @@ class EngineServices:
     clock: Clock
     dispatcher: Dispatcher
     workers: WorkerDirectory
+    worker_client: WorkerClient  # every call to a worker (engine/worker_client.py)
     notifier: Notifier
     address: str  # the client listener: this master's identity in the store and the registry
     cluster_address: str  # the cluster listener, where workers send this master's task events
@@ -87,15 +87,11 @@ class EngineServices:
         found = False
         if target:
             try:
-                reply = await self.workers.worker_stub(target).KillTask(
-                    worker_service_pb2.KillTaskRequest(
-                        task_instance_id=ti_id, attempt=attempt, reason="stopped by the master"
-                    ),
-                    timeout=WORKER_CALL_TIMEOUT_S,
+                found = await self.worker_client.kill(
+                    target, ti_id, attempt, "stopped by the master", timeout=WORKER_CALL_TIMEOUT_S
                 )
-                found = reply.found
-            except aio.AioRpcError as err:
-                log.warning("kill of task instance %s on %s failed: %s", ti_id, target, err.code())
+            except WorkerCallError as err:
+                log.warning("kill of task instance %s on %s failed: %s", ti_id, target, err.code)
                 if self.workers.get(target) is not None:
                     return  # alive but unreachable now: its result (or a failover) settles it
         if not found:
@@ -112,20 +108,16 @@ class EngineServices:
         live = await self._incarnation(host, worker_epoch) if host else None
         if live is not None:
             try:
-                reply = await self.workers.worker_stub(host).TakeOverTask(
-                    worker_service_pb2.TakeOverTaskRequest(
-                        task_instance_id=ti_id,
-                        attempt=attempt,
-                        owner_address=self.cluster_address,
-                        owner_epoch=runner.instance.epoch,
-                    ),
+                found = await self.worker_client.take_over(
+                    host,
+                    ti_id,
+                    attempt,
+                    owner_address=self.cluster_address,
+                    owner_epoch=runner.instance.epoch,
                     timeout=WORKER_CALL_TIMEOUT_S,
                 )
-                found = reply.found
-            except aio.AioRpcError as err:
-                log.warning(
-                    "take-over of task instance %s on %s failed: %s", ti_id, host, err.code()
-                )
+            except WorkerCallError as err:
+                log.warning("take-over of task instance %s on %s failed: %s", ti_id, host, err.code)
         runner.post(TakeOverResult(ti_id, found))
 
     async def _incarnation(self, host: str, epoch: int) -> WorkerRef | None:
@@ -135,7 +127,8 @@ class EngineServices:
         if live is None:
             loop = asyncio.get_running_loop()
             deadline = loop.time() + self.failover_delay
-            if await refused(host, min(self.failover_delay, PROBE_TIMEOUT_S)):
+            probe_timeout = min(self.failover_delay, PROBE_TIMEOUT_S)
+            if await self.worker_client.refused(host, timeout=probe_timeout):
                 return None
             await asyncio.sleep(max(0.0, deadline - loop.time()))
             live = self.workers.get(host)

@@ -1,4 +1,4 @@
-"""The master's view of live workers: registry membership, heartbeats, selection and channels.
+"""The master's view of live workers: registry membership, heartbeats and selection.
 
 Membership comes from the registry's ephemeral worker nodes (``<group>@<host:port>``) and their
 heartbeat data; the database is never asked who is alive. An address has one live incarnation, the
@@ -6,8 +6,9 @@ newest epoch registered for it: a worker restarted on the same address replaces 
 even when the registry never showed the old node go. Between two heartbeats of a worker the
 directory counts the attempts this master sent it and adds them to the slots the heartbeat said were
 in use, so a burst of dispatches spreads over the workers instead of piling onto whichever looked
-idlest at the last heartbeat. Channels to workers are cached per address
-and closed when the worker leaves.
+idlest at the last heartbeat. Calls to workers go through the engine's
+:class:`~dsched.server.engine.worker_client.WorkerClient`, which the directory tells when a worker
+leaves (``on_left``) so that it can release what it holds for it (a channel).
 """
 
 from __future__ import annotations
@@ -18,16 +19,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
-from grpc import aio
-
 from dsched.errors import DschedError
 from dsched.server.constants import WORKERS_PATH
 from dsched.server.coord.registry import Registry
 from dsched.server.core.ports import Clock
 from dsched.server.core.selection import Candidate, Selector, make_selector, weight
 from dsched.server.heartbeat import HeartbeatInfo, ServerStatus, decode_heartbeat
-from dsched.server.rpc.serving import CHANNEL_OPTIONS
-from dsched.v1 import log_service_pb2_grpc, worker_service_pb2_grpc
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +47,17 @@ def parse_member(name: str) -> tuple[str, str] | None:
 
 
 class WorkerDirectory:
-    """Live workers by address. ``start`` subscribes to the registry; ``stop`` closes channels."""
+    """Live workers by address. ``start`` subscribes to the registry, ``stop`` unsubscribes.
+    ``on_left`` is called with the address of every worker that leaves."""
 
     def __init__(
-        self, registry: Registry, clock: Clock, *, selector: str, warmup: timedelta
+        self,
+        registry: Registry,
+        clock: Clock,
+        *,
+        selector: str,
+        warmup: timedelta,
+        on_left: Callable[[str], None] = lambda _address: None,
     ) -> None:
         self._registry = registry
         self._clock = clock
@@ -63,7 +67,7 @@ class WorkerDirectory:
         self._workers: dict[str, WorkerRef] = {}
         self._seen_groups: set[str] = set()  # groups with a worker since this master started
         self._sent: dict[str, int] = {}  # attempts sent since the worker's last heartbeat
-        self._channels: dict[str, aio.Channel] = {}
+        self._on_left = on_left
         self._changed = asyncio.Event()
         self._listeners: list[Callable[[], None]] = []
         self._cancel_watch: object = None
@@ -74,9 +78,6 @@ class WorkerDirectory:
     async def stop(self) -> None:
         if callable(self._cancel_watch):
             self._cancel_watch()
-        for channel in self._channels.values():
-            await channel.close()
-        self._channels.clear()
 
     def _on_members(self, children: Mapping[str, bytes]) -> None:
         workers: dict[str, WorkerRef] = {}
@@ -101,9 +102,7 @@ class WorkerDirectory:
                 self._sent.pop(address, None)  # a fresh heartbeat counts them itself
         for gone in set(self._workers) - set(workers):
             self._sent.pop(gone, None)
-            channel = self._channels.pop(gone, None)
-            if channel is not None:
-                asyncio.get_running_loop().create_task(channel.close())
+            self._on_left(gone)
         self._workers = workers
         self._seen_groups.update(w.group for w in workers.values())
         # Wake everyone waiting for a change, then arm a fresh event for the next one.
@@ -177,20 +176,6 @@ class WorkerDirectory:
         if worker.heartbeat.status is not ServerStatus.NORMAL:
             return 0.0
         return weight(_candidate(worker), self._clock.now(), self._warmup)
-
-    def _channel(self, address: str) -> aio.Channel:
-        channel = self._channels.get(address)
-        if channel is None:
-            channel = self._channels[address] = aio.insecure_channel(
-                address, options=CHANNEL_OPTIONS
-            )
-        return channel
-
-    def worker_stub(self, address: str) -> worker_service_pb2_grpc.WorkerServiceAsyncStub:
-        return worker_service_pb2_grpc.WorkerServiceStub(self._channel(address))
-
-    def log_stub(self, address: str) -> log_service_pb2_grpc.LogServiceAsyncStub:
-        return log_service_pb2_grpc.LogServiceStub(self._channel(address))
 
 
 def _candidate(w: WorkerRef, sent: int = 0) -> Candidate:

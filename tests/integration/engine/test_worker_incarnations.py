@@ -25,6 +25,7 @@ from dsched.server.coord.registry import Registry
 from dsched.server.coord.zookeeper import ZooKeeperRegistry
 from dsched.server.engine.dispatcher import Dispatcher
 from dsched.server.engine.failover import Failover
+from dsched.server.engine.grpc_worker_client import GrpcWorkerClient
 from dsched.server.engine.messages import Message, WorkerGone
 from dsched.server.engine.notifier import Notifier
 from dsched.server.engine.runners import Runners
@@ -110,14 +111,16 @@ async def master_view(
     registry: Registry, tmp_path: Path, delay: float
 ) -> AsyncIterator[tuple[WorkerDirectory, RecordingRunners]]:
     """A master's worker directory and failover (failover delay ``delay``) on ``registry``."""
+    client = GrpcWorkerClient()
     directory = WorkerDirectory(
         registry, SystemClock(), selector="lower_weight", warmup=timedelta(0)
     )
     services = EngineServices(
         db=Database(f"sqlite+aiosqlite:///{tmp_path / 'unused.db'}"),  # never started
         clock=SystemClock(),
-        dispatcher=Dispatcher(directory),
+        dispatcher=Dispatcher(directory, client),
         workers=directory,
+        worker_client=client,
         notifier=Notifier(),
         address="127.0.0.1:1",
         cluster_address="127.0.0.1:2",
@@ -135,6 +138,7 @@ async def master_view(
     finally:
         await failover.stop()
         await directory.stop()
+        await client.close()
 
 
 async def shows(directory: WorkerDirectory, address: str, epoch: int, group: str = "") -> None:
