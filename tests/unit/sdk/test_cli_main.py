@@ -60,7 +60,39 @@ def test_missing_server_module_is_an_error(
 ) -> None:
     monkeypatch.setitem(sys.modules, "dsched.server.standalone", None)  # makes the import fail
     assert main(["standalone"]) == 1
-    assert capsys.readouterr().err.startswith("error: the dsched server is not available")
+    assert capsys.readouterr().err == (
+        "error: dsched standalone needs the server, which is not installed here (import of "
+        "dsched.server.standalone halted; None in sys.modules): pip install 'dsched[server]'\n"
+    )
+
+
+@pytest.mark.parametrize("command", ["standalone", "master", "worker"])
+def test_missing_server_dependency_names_the_extra(
+    command: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # What an SDK-only install meets (tests/packaging runs the real one); faked here because
+    # this process has the server's modules loaded already.
+    def import_module(name: str) -> types.ModuleType:
+        raise ModuleNotFoundError("No module named 'sqlalchemy'", name="sqlalchemy")
+
+    monkeypatch.setattr("dsched.cli.main.importlib.import_module", import_module)
+    assert main([command]) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        f"error: dsched {command} needs the server, which is not installed here "
+        "(No module named 'sqlalchemy'): pip install 'dsched[server]'\n"
+    )
+
+
+def test_broken_server_module_is_an_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def import_module(name: str) -> types.ModuleType:
+        raise ImportError("cannot import name 'x' from 'dsched.server.engine'")
+
+    monkeypatch.setattr("dsched.cli.main.importlib.import_module", import_module)
+    assert main(["master"]) == 1
+    assert capsys.readouterr().err.startswith("error: the dsched server is not available here")
 
 
 def test_missing_entry_point_is_an_error(

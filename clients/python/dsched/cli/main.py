@@ -5,7 +5,8 @@ argparse usage errors); 130 interrupted with Ctrl-C. Errors print ``error: <mess
 each field violation on its own line to stderr, never a traceback.
 
 ``standalone``, ``master`` and ``worker`` start servers. They import :mod:`dsched.server` only
-inside their handler, so the client commands never load the server (or need its dependencies).
+inside their handler, so the client commands never load the server (or need its dependencies,
+the extra ``dsched[server]``; without it these commands say so in one line).
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ from dsched.states import WorkflowState
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
-# Server entry points -> their modules: dsched standalone, and the cluster processes.
+# Server commands -> (module, entry point): dsched standalone, and the cluster processes.
 _SERVER_ENTRIES = {
-    "main": "dsched.server.standalone",
-    "master_main": "dsched.server.processes",
-    "worker_main": "dsched.server.processes",
+    "standalone": ("dsched.server.standalone", "main"),
+    "master": ("dsched.server.processes", "master_main"),
+    "worker": ("dsched.server.processes", "worker_main"),
 }
+SERVER_EXTRA = "pip install 'dsched[server]'"
 
 
 def _version() -> str:
@@ -156,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _pass_through(argv: Sequence[str]) -> tuple[str, list[str]] | None:
-    """``(entry point, its argv)`` when the command is ``master`` or ``worker``, else None.
+    """``(command, its argv)`` when the command is ``master`` or ``worker``, else None.
 
     Their options belong to the server, in the order given, so argparse (which would reorder
     them around its own options) never sees them. Global options may come first.
@@ -169,17 +171,23 @@ def _pass_through(argv: Sequence[str]) -> tuple[str, list[str]] | None:
         elif token.startswith(("--server=", "--project=")):
             i += 1
         elif token in ("master", "worker"):
-            return f"{token}_main", list(argv[i + 1 :])
+            return token, list(argv[i + 1 :])
         else:
             return None
     return None
 
 
-def _serve(entry_name: str, argv: list[str]) -> int:
+def _serve(command: str, argv: list[str]) -> int:
     """Hands over to a server entry point, importing its module only now (see module docstring)."""
-    module_name = _SERVER_ENTRIES[entry_name]
+    module_name, entry_name = _SERVER_ENTRIES[command]
     try:
         module = importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        # An SDK-only install: the server's dependencies are missing (the message names which).
+        raise DschedError(
+            f"dsched {command} needs the server, which is not installed here ({err}): "
+            f"{SERVER_EXTRA}"
+        ) from None
     except ImportError as err:
         raise DschedError(f"the dsched server is not available here: {err}") from None
     entry: Callable[[list[str]], int | None] | None = getattr(module, entry_name, None)
@@ -219,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # standalone passes unknown options through to the server; the others reject them.
         args, extra = parser.parse_known_args(raw)
         if args.command == "standalone":
-            return _serve("main", _standalone_argv(args, extra))
+            return _serve("standalone", _standalone_argv(args, extra))
         if extra:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         with Client.connect(args.server) as client:
