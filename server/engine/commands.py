@@ -95,8 +95,11 @@ class CommandConsumer:
     async def consume_once(self) -> int:
         """Claims what is pending now; returns how many claims were tried (FETCH_LIMIT: there
         may be more to claim right away)."""
+        hinted = list(self.s.notifier.local_commands)
         async with self.s.db.read() as conn:
             pending = await instance_repo.pending_commands(conn, FETCH_LIMIT)
+        if len(pending) < FETCH_LIMIT:  # the whole queue: hints it lacks were claimed elsewhere
+            self.s.notifier.forget_hints(hinted, [c.workflow_instance_id for c in pending])
         now = asyncio.get_running_loop().time()
         seen = {c.id: self._first_seen.get(c.id, now) for c in pending}
         self._first_seen = seen  # forget commands that are gone

@@ -3,11 +3,17 @@
 A waiter takes the current :class:`asyncio.Event` of a key, re-checks the store, then waits on it;
 ``notify`` sets that event and installs a fresh one, so no notification between the check and the
 wait is lost.
+
+Nothing here outlives its waiters: the notifier holds each key's event weakly, so a key's entry
+goes away with the last waiter holding its event (a watch of a finished instance is never
+notified again; holding its event strongly kept about 1 KB per instance ever watched).
 """
 
 from __future__ import annotations
 
 import asyncio
+import weakref
+from collections.abc import Collection
 
 COMMANDS = 0  # key of the command-queue signal (instance ids start at 1)
 
@@ -17,23 +23,32 @@ LOCAL_HINTS_MAX = 10_000
 
 class Notifier:
     def __init__(self) -> None:
-        self._events: dict[int, asyncio.Event] = {}
+        # Weak values: an entry lives exactly as long as some waiter holds its event, which is
+        # also the only time a notification has anyone to wake.
+        self._events: weakref.WeakValueDictionary[int, asyncio.Event] = (
+            weakref.WeakValueDictionary()
+        )
         self.closed = False
         # Instances whose command this master wrote itself (a client asked *this* master): the
         # consumer claims them whatever their slot, because this master is awake and the client
         # already chose it. Bounded: a lost hint only means the slot owner claims the command.
         self.local_commands: set[int] = set()
 
+    def __len__(self) -> int:
+        """Instances some waiter holds a signal of (the command consumer's is not one)."""
+        return len(self._events) - (COMMANDS in self._events)
+
     def close(self) -> None:
         """Shutdown: wakes every waiter for good, so streams can end before the server stops
         (a stream the server has to cancel is logged by grpcio as an error)."""
         self.closed = True
-        for event in self._events.values():
+        for event in list(self._events.values()):
             event.set()
         self._events.clear()
 
     def signal(self, key: int) -> asyncio.Event:
-        """The event the next ``notify(key)`` sets (already set once closed)."""
+        """The event the next ``notify(key)`` sets (already set once closed). The caller keeps
+        it (a local variable) for as long as it may wait on it."""
         event = self._events.get(key)
         if event is None:
             event = asyncio.Event()
@@ -53,6 +68,13 @@ class Notifier:
         if instance_id is not None and len(self.local_commands) < LOCAL_HINTS_MAX:
             self.local_commands.add(instance_id)
         self.notify(COMMANDS)
+
+    def forget_hints(self, hinted: Collection[int], pending: Collection[int]) -> None:
+        """Drops the hints in ``hinted`` (taken before a read of the whole command queue) whose
+        command that read did not find: another master claimed it. A hint is added after its
+        command commits, so one taken before the read names a command the read would have seen;
+        kept, such hints would fill the set up to its bound and then stop every new one."""
+        self.local_commands.difference_update(set(hinted) - set(pending))
 
     async def wait(self, event: asyncio.Event, timeout: float) -> bool:
         """Waits for ``event`` up to ``timeout`` seconds; True if it fired."""
