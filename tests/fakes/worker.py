@@ -121,6 +121,10 @@ class FakeWorker:
 
     # -- what a test does ---------------------------------------------------------------------
 
+    async def holding(self, count: int) -> None:
+        """Waits (bounded) until this worker has accepted ``count`` attempts in all."""
+        await self.workers.wait_for(lambda: len(self.attempts) == count)
+
     def release(self) -> None:
         """Lets the dispatches held in :attr:`Mode.HOLD` answer."""
         self._held.set()
@@ -164,7 +168,7 @@ class FakeWorker:
             out_params=out or {},
             log_path=f"/fake/{spec.task_instance_id}.log",
         )
-        ack = await self.workers.deliver(data, self)
+        ack = await self.workers.deliver(data, self, attempt.owner_address)
         self.workers.changed()
         return ack
 
@@ -194,12 +198,13 @@ class FakeWorker:
 
 
 class FakeWorkers:
-    """The fake network of workers; implements ``WorkerClient``. ``runners`` routes the events
-    the workers report (set it before an attempt ends)."""
+    """The fake network of workers; implements ``WorkerClient`` (one instance may serve several
+    masters). ``owners`` routes what the workers report: a master's cluster address -> its
+    runners; an attempt reports to the owner it was dispatched by or taken over for."""
 
     def __init__(self, ensemble: EmbeddedEnsemble) -> None:
         self.ensemble = ensemble
-        self.runners: Runners | None = None
+        self.owners: dict[str, Runners] = {}
         self.by_address: dict[str, FakeWorker] = {}
         self.calls: list[Call] = []
         self.forgotten: list[str] = []
@@ -244,8 +249,9 @@ class FakeWorkers:
 
     # -- routing of events --------------------------------------------------------------------
 
-    async def deliver(self, data: TaskEventData, worker: FakeWorker) -> Ack:
-        runner = None if self.runners is None else self.runners.get(data.workflow_instance_id)
+    async def deliver(self, data: TaskEventData, worker: FakeWorker, owner: str) -> Ack:
+        runners = self.owners.get(owner)
+        runner = None if runners is None else runners.get(data.workflow_instance_id)
         if runner is None or runner.done:
             return Ack(Decision.NOT_OWNER, "no runner drives the instance")
         reply: asyncio.Future[Ack] = asyncio.get_running_loop().create_future()

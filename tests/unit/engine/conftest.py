@@ -1,4 +1,4 @@
-"""The engine of one master without a network: real runners, dispatcher, worker directory,
+"""The engine of a master without a network: real runners, dispatcher, worker directory,
 command consumer and failover over a real SQLite store (a file in the test's directory) and an
 in-process registry, with the workers replaced by :mod:`tests.fakes.worker`.
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,22 +38,42 @@ from dsched.server.store.database import Database
 from dsched.spec import WorkflowSpec
 from tests.fakes.worker import WAIT_S, FakeWorkers
 
-MASTER = "127.0.0.1:7001"
-CLUSTER = "127.0.0.1:7002"
 T = TypeVar("T")
 FAILOVER_DELAY_S = 0.2  # for a worker that left without being known dead
 
 
 @dataclass
 class Engine:
+    """One master's engine (the master's composition minus its gRPC listeners)."""
+
     db: Database
     workers: FakeWorkers
+    registry: EmbeddedRegistry
     directory: WorkerDirectory
     dispatcher: Dispatcher
     services: EngineServices
     runners: Runners
     consumer: CommandConsumer
     failover: Failover
+    stopped: bool = False
+
+    @property
+    def epoch(self) -> int:
+        return self.services.epoch
+
+    async def crash(self) -> None:
+        """Stops everything without handing anything over, as a killed master would (its
+        instances stay stamped with its epoch). Idempotent."""
+        if self.stopped:
+            return
+        self.stopped = True
+        await self.consumer.stop()
+        await self.failover.stop()
+        await self.runners.stop_all()
+        await self.services.cancel_background()
+        await self.dispatcher.stop()
+        await self.directory.stop()
+        await self.registry.stop()
 
     async def start_run(self, spec: WorkflowSpec, **options: Any) -> int:
         """Stores ``spec`` (once per project/name) and a START command for it, as StartWorkflow
@@ -114,7 +134,8 @@ class Engine:
         runner = self.runners.get(instance_id)
         assert runner is not None, f"no runner drives instance {instance_id}"
         reply: asyncio.Future[InstanceRecord] = asyncio.get_running_loop().create_future()
-        runner.post(Control(kind, f"test-{kind.value}-{instance_id}", MASTER, reply))
+        request_id = f"test-{kind.value}-{instance_id}"
+        runner.post(Control(kind, request_id, self.services.address, reply))
         async with asyncio.timeout(WAIT_S):
             return await reply
 
@@ -123,52 +144,89 @@ def _reload(_instance_id: int, _pins: Mapping[int, str]) -> None:
     raise AssertionError("no batch may fail against a healthy SQLite store")
 
 
+@dataclass
+class World:
+    """What the masters of a test share: the store, the registry and the fake workers."""
+
+    db: Database
+    ensemble: EmbeddedEnsemble
+    workers: FakeWorkers
+    masters: list[Engine] = field(default_factory=list)
+
+    async def master(self) -> Engine:
+        """Starts a master engine (a new epoch). It does not register in the registry, so a
+        master started after it treats its epoch as dead: start the next one only to take over
+        from a crashed one (:meth:`crash`)."""
+        n = len(self.masters)
+        address, cluster = f"127.0.0.1:{7001 + 2 * n}", f"127.0.0.1:{7002 + 2 * n}"
+        registry = EmbeddedRegistry(self.ensemble)
+        await registry.start()
+        clock = SystemClock()
+        directory = WorkerDirectory(
+            registry,
+            clock,
+            selector="round_robin",
+            warmup=timedelta(0),
+            on_left=self.workers.forget,
+        )
+        dispatcher = Dispatcher(directory, self.workers)
+        async with self.db.transaction() as conn:
+            epoch = await servers.new_epoch(conn, "MASTER", address, clock.now())
+        services = EngineServices(
+            db=self.db,
+            clock=clock,
+            dispatcher=dispatcher,
+            workers=directory,
+            worker_client=self.workers,
+            notifier=Notifier(),
+            address=address,
+            cluster_address=cluster,
+            epoch=epoch,
+            default_group="default",
+            reload=_reload,
+            failover_delay=FAILOVER_DELAY_S,
+        )
+        runners = Runners()
+        self.workers.owners[cluster] = runners
+        consumer = CommandConsumer(services, runners)
+        failover = Failover(
+            services, registry, runners, delay=FAILOVER_DELAY_S, enabled=lambda: True
+        )
+        await directory.start()
+        await dispatcher.start()
+        await failover.start()
+        await consumer.start()
+        engine = Engine(
+            self.db,
+            self.workers,
+            registry,
+            directory,
+            dispatcher,
+            services,
+            runners,
+            consumer,
+            failover,
+        )
+        self.masters.append(engine)
+        return engine
+
+
 @pytest.fixture
-async def engine(tmp_path: Path) -> AsyncIterator[Engine]:
+async def world(tmp_path: Path) -> AsyncIterator[World]:
     db = Database(f"sqlite+aiosqlite:///{tmp_path / 'meta.db'}")
     await db.start()
     ensemble = EmbeddedEnsemble(tmp_path / "registry")
-    registry = EmbeddedRegistry(ensemble)
-    await registry.start()
-    clock = SystemClock()
-    fakes = FakeWorkers(ensemble)
-    directory = WorkerDirectory(
-        registry, clock, selector="round_robin", warmup=timedelta(0), on_left=fakes.forget
-    )
-    dispatcher = Dispatcher(directory, fakes)
-    async with db.transaction() as conn:
-        epoch = await servers.new_epoch(conn, "MASTER", MASTER, clock.now())
-    services = EngineServices(
-        db=db,
-        clock=clock,
-        dispatcher=dispatcher,
-        workers=directory,
-        worker_client=fakes,
-        notifier=Notifier(),
-        address=MASTER,
-        cluster_address=CLUSTER,
-        epoch=epoch,
-        default_group="default",
-        reload=_reload,
-        failover_delay=FAILOVER_DELAY_S,
-    )
-    runners = Runners()
-    fakes.runners = runners
-    consumer = CommandConsumer(services, runners)
-    failover = Failover(services, registry, runners, delay=FAILOVER_DELAY_S, enabled=lambda: True)
-    await directory.start()
-    await dispatcher.start()
-    await failover.start()
-    await consumer.start()
+    world = World(db, ensemble, FakeWorkers(ensemble))
     try:
-        yield Engine(db, fakes, directory, dispatcher, services, runners, consumer, failover)
+        yield world
     finally:
-        await consumer.stop()
-        await failover.stop()
-        await runners.stop_all()
-        await services.cancel_background()
-        await dispatcher.stop()
-        await directory.stop()
-        await fakes.close()
-        await registry.stop()
+        for master in reversed(world.masters):
+            await master.crash()
+        await world.workers.close()
         await db.stop()
+
+
+@pytest.fixture
+async def engine(world: World) -> Engine:
+    """One master engine with no workers yet."""
+    return await world.master()

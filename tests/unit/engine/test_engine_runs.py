@@ -1,29 +1,254 @@
-"""Runs through the real engine (runner, dispatcher, store) with fake workers: no network."""
+"""Runs through the real engine (runner, dispatcher, store, failover) with fake workers.
+
+No network and no sleeps: each test drives the fake workers and awaits what the engine writes.
+What must hold throughout (ARCHITECTURE.md §4): no attempt runs twice, none is lost. An attempt is
+a (task instance, attempt) pair; :func:`ran_once` checks that each went to exactly one worker.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
+from datetime import timedelta
+
+from dsched.server.core.controls import ControlKind
+from dsched.server.core.records import TaskInstanceRecord
+from dsched.server.engine.messages import Decision, EventType
 from dsched.states import TaskState, WorkflowState
+from tests.fakes.worker import FakeWorkers
 from tests.unit.core.specs import task, workflow
-from tests.unit.engine.conftest import Engine
+from tests.unit.engine.conftest import Engine, World
+
+
+def ran_once(workers: FakeWorkers) -> None:
+    """Every attempt any worker accepted was accepted by that worker only."""
+    held = Counter(key for w in workers.by_address.values() for key in w.attempts)
+    assert [key for key, n in held.items() if n > 1] == []
+
+
+def summary(attempts: list[TaskInstanceRecord]) -> list[tuple[str, int, TaskState, bool]]:
+    return [(a.task_name, a.attempt, a.state, a.valid) for a in attempts]
 
 
 async def test_a_small_dag_runs_to_succeeded(engine: Engine) -> None:
     worker = await engine.workers.add()
     instance_id = await engine.start_run(workflow(task("a"), task("b", "a"), task("c", "a")))
 
-    await engine.workers.wait_for(lambda: len(worker.attempts) == 1)
+    await worker.holding(1)
+    await worker.running("a")
     ack = await worker.succeed("a")
-    assert ack.decision.value == "ACCEPTED"
-    await engine.workers.wait_for(lambda: len(worker.attempts) == 3)
+    assert ack.decision is Decision.ACCEPTED
+    await worker.holding(3)
     await worker.succeed("b")
     await worker.succeed("c")
 
     instance = await engine.until(instance_id)
     assert instance.state is WorkflowState.SUCCEEDED
     attempts = await engine.attempts(instance_id)
-    assert sorted((a.task_name, a.attempt, a.state) for a in attempts) == [
-        ("a", 1, TaskState.SUCCEEDED),
-        ("b", 1, TaskState.SUCCEEDED),
-        ("c", 1, TaskState.SUCCEEDED),
+    assert sorted(summary(attempts)) == [
+        ("a", 1, TaskState.SUCCEEDED, True),
+        ("b", 1, TaskState.SUCCEEDED, True),
+        ("c", 1, TaskState.SUCCEEDED, True),
     ]
-    assert {a.host for a in attempts} == {worker.address}
+    assert {(a.host, a.worker_epoch) for a in attempts} == {(worker.address, worker.epoch)}
+    ran_once(engine.workers)
+
+
+async def test_a_repeated_event_is_a_duplicate(engine: Engine) -> None:
+    worker = await engine.workers.add()
+    instance_id = await engine.start_run(workflow(task("a"), task("b", "a")))
+    await worker.holding(1)
+    attempt = worker.attempt("a")
+    assert (await worker.succeed("a")).decision is Decision.ACCEPTED
+    again = await worker.report(attempt, EventType.SUCCEEDED)
+    assert again.decision in (Decision.DUPLICATE, Decision.REJECTED_STALE)
+    await worker.holding(2)
+    await worker.succeed("b")
+    assert (await engine.until(instance_id)).state is WorkflowState.SUCCEEDED
+
+
+async def test_a_failed_task_is_retried_then_succeeds(engine: Engine) -> None:
+    worker = await engine.workers.add()
+    instance_id = await engine.start_run(workflow(task("a", retries=2), task("b", "a")))
+    await worker.holding(1)
+    await worker.fail("a", exit_code=3)
+    await worker.holding(2)
+    await worker.succeed("a")
+    await worker.holding(3)
+    await worker.succeed("b")
+
+    assert (await engine.until(instance_id)).state is WorkflowState.SUCCEEDED
+    attempts = await engine.attempts(instance_id)
+    assert summary(attempts) == [
+        ("a", 1, TaskState.FAILED, False),  # its retry replaces it
+        ("a", 2, TaskState.SUCCEEDED, True),
+        ("b", 1, TaskState.SUCCEEDED, True),
+    ]
+    assert attempts[0].exit_code == 3
+    ran_once(engine.workers)
+
+
+async def test_a_failure_without_retries_fails_the_run_and_skips_its_successors(
+    engine: Engine,
+) -> None:
+    worker = await engine.workers.add()
+    instance_id = await engine.start_run(workflow(task("a"), task("b", "a")))
+    await worker.holding(1)
+    await worker.fail("a")
+    assert (await engine.until(instance_id)).state is WorkflowState.FAILED
+    assert summary(await engine.attempts(instance_id)) == [("a", 1, TaskState.FAILED, True)]
+    assert len(worker.attempts) == 1  # b never went anywhere
+
+
+async def test_stop_kills_the_running_attempt_and_starts_nothing_more(engine: Engine) -> None:
+    worker = await engine.workers.add()
+    instance_id = await engine.start_run(workflow(task("a"), task("b", "a")))
+    await worker.holding(1)
+    await worker.running("a")
+
+    await engine.control(instance_id, ControlKind.STOP)
+    instance = await engine.until(instance_id)
+    assert instance.state is WorkflowState.STOPPED
+    kills = [c for c in engine.workers.calls if c.method == "kill"]
+    assert [(c.address, c.task_instance_ids) for c in kills] == [
+        (worker.address, (worker.attempts[next(iter(worker.attempts))].spec.task_instance_id,))
+    ]
+    assert summary(await engine.attempts(instance_id)) == [("a", 1, TaskState.KILLED, True)]
+    assert len(worker.attempts) == 1
+
+
+async def test_a_task_whose_group_has_no_worker_says_why_it_waits(engine: Engine) -> None:
+    await engine.workers.add("default")
+    instance_id = await engine.start_run(workflow(task("a")), worker_group="gpu")
+    [waiting] = await engine.tasks_until(instance_id, lambda ts: bool(ts and ts[0].state_reason))
+    assert waiting.state is TaskState.SUBMITTED
+    assert "no live worker in group 'gpu'" in waiting.state_reason
+
+    gpu = await engine.workers.add("gpu")
+    await gpu.holding(1)
+    await gpu.succeed("a")
+    assert (await engine.until(instance_id)).state is WorkflowState.SUCCEEDED
+
+
+async def test_the_dispatch_timeout_fails_an_attempt_no_worker_took(engine: Engine) -> None:
+    instance_id = await engine.start_run(
+        workflow(task("a")), worker_group="gpu", dispatch_timeout=timedelta(milliseconds=50)
+    )
+    instance = await engine.until(instance_id)
+    assert instance.state is WorkflowState.FAILED
+    [attempt] = await engine.attempts(instance_id)
+    assert attempt.state is TaskState.FAILED
+    assert "no live worker in group 'gpu'" in attempt.state_reason
+    assert engine.workers.calls == []
+
+
+async def test_a_worker_that_is_gone_has_its_attempt_run_again_elsewhere(engine: Engine) -> None:
+    first = await engine.workers.add()
+    instance_id = await engine.start_run(workflow(task("a"), task("b", "a")))
+    await first.holding(1)
+    await first.running("a")
+    second = await engine.workers.add()
+
+    await first.leave(listening=False)  # its port is closed: known dead at once
+    await second.holding(1)
+    await second.succeed("a")
+    await second.holding(2)
+    await second.succeed("b")
+
+    assert (await engine.until(instance_id)).state is WorkflowState.SUCCEEDED
+    attempts = await engine.attempts(instance_id)
+    assert summary(attempts) == [
+        ("a", 1, TaskState.NEED_FAULT_TOLERANCE, False),
+        ("a", 2, TaskState.SUCCEEDED, True),
+        ("b", 1, TaskState.SUCCEEDED, True),
+    ]
+    assert attempts[0].host == first.address and attempts[1].host == second.address
+    assert attempts[1].retry_times == 0  # a failover is not a user retry
+    ran_once(engine.workers)
+
+
+async def test_a_worker_that_left_but_may_live_gets_the_failover_delay(engine: Engine) -> None:
+    first = await engine.workers.add()
+    instance_id = await engine.start_run(workflow(task("a")))
+    await first.holding(1)
+    second = await engine.workers.add()
+
+    await first.leave(listening=True)  # something still accepts at its address: not proof
+    await second.holding(1)
+    assert ("refused", first.address) in [(c.method, c.address) for c in engine.workers.calls]
+    # Its first attempt stays unfinished on the cut-off worker, which fences itself; the new
+    # attempt is the only valid one.
+    await second.succeed("a")
+    assert (await engine.until(instance_id)).state is WorkflowState.SUCCEEDED
+    assert [a.valid for a in await engine.attempts(instance_id)] == [False, True]
+    late = await first.succeed("a")
+    assert late.decision is not Decision.ACCEPTED
+    ran_once(engine.workers)
+
+
+async def test_a_new_incarnation_at_the_same_address_fails_the_old_ones_attempts_over(
+    engine: Engine,
+) -> None:
+    old = await engine.workers.add()
+    instance_id = await engine.start_run(workflow(task("a")))
+    await old.holding(1)
+    await old.running("a")
+    await old.leave(listening=True)
+    new = await engine.workers.add(address=old.address)  # restarted: a newer epoch
+    await new.holding(1)
+    await new.succeed("a")
+    assert (await engine.until(instance_id)).state is WorkflowState.SUCCEEDED
+    attempts = await engine.attempts(instance_id)
+    assert [(a.attempt, a.worker_epoch, a.valid) for a in attempts] == [
+        (1, old.epoch, False),
+        (2, new.epoch, True),
+    ]
+
+
+async def test_a_master_that_crashed_is_taken_over_without_running_anything_twice(
+    world: World,
+) -> None:
+    crashed = await world.master()
+    worker = await world.workers.add()
+    instance_id = await crashed.start_run(workflow(task("a"), task("b"), task("c", "a", "b")))
+    await worker.holding(2)
+    await worker.running("a")
+    await worker.succeed("b")
+    await crashed.crash()
+
+    successor = await world.master()  # its failover finds the dead epoch's instance
+    instance = await successor.until(instance_id, lambda i: i.epoch == successor.epoch)
+    # The attempt still running on its live worker is taken over, not run again.
+    await world.workers.wait_for(
+        lambda: worker.attempt("a").owner_address == successor.services.cluster_address
+    )
+    assert (await worker.succeed("a")).decision is Decision.ACCEPTED
+    await worker.holding(3)
+    await worker.succeed("c")
+    instance = await successor.until(instance_id)
+    assert instance.state is WorkflowState.SUCCEEDED
+    assert sorted(summary(await successor.attempts(instance_id))) == [
+        ("a", 1, TaskState.SUCCEEDED, True),
+        ("b", 1, TaskState.SUCCEEDED, True),
+        ("c", 1, TaskState.SUCCEEDED, True),
+    ]
+    ran_once(world.workers)
+
+
+async def test_an_adopted_attempt_its_worker_lost_is_run_again(world: World) -> None:
+    crashed = await world.master()
+    worker = await world.workers.add()
+    instance_id = await crashed.start_run(workflow(task("a")))
+    await worker.holding(1)
+    await worker.running("a")
+    await crashed.crash()
+    worker.attempts.clear()  # the worker restarted its process table: the attempt is lost
+
+    successor = await world.master()
+    await worker.holding(1)
+    await worker.succeed("a")
+    assert (await successor.until(instance_id)).state is WorkflowState.SUCCEEDED
+    attempts = await successor.attempts(instance_id)
+    assert [(a.attempt, a.state, a.valid) for a in attempts] == [
+        (1, TaskState.NEED_FAULT_TOLERANCE, False),
+        (2, TaskState.SUCCEEDED, True),
+    ]
