@@ -117,9 +117,16 @@ class Standalone:
 
 
 def start_standalone(
-    data_dir: Path, *, port: int | None = None, env: dict[str, str] | None = None
+    data_dir: Path,
+    *,
+    port: int | None = None,
+    env: dict[str, str] | None = None,
+    dsched: Path = DSCHED,
 ) -> Standalone:
     """Starts ``dsched standalone --port P --data-dir DIR`` and returns once it printed "is up".
+
+    ``dsched`` is the command (default: the repository's; tests/e2e/test_wheel.py runs an
+    installed wheel's).
 
     A port picked here can be taken by someone else before the server binds it; that start is
     retried on a new port (unless ``port`` was given). Anything else that keeps the server from
@@ -131,7 +138,7 @@ def start_standalone(
         output_path = data_dir / f"standalone-{chosen}-{secrets.token_hex(3)}.log"
         out = output_path.open("wb")
         proc = subprocess.Popen(
-            [str(DSCHED), "standalone", "--port", str(chosen), "--data-dir", str(data_dir)],
+            [str(dsched), "standalone", "--port", str(chosen), "--data-dir", str(data_dir)],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
