@@ -52,7 +52,9 @@ from dsched.server.constants import (
     DEFAULT_WORKER_PORT,
     FAILOVER_DELAY_S,
     HEARTBEAT_INTERVAL_S,
+    LOG_RETENTION_DAYS,
     REGISTRY_SESSION_TIMEOUT_S,
+    WORKDIR_KEEP_FAILED_S,
 )
 from dsched.server.heartbeat import Thresholds
 from dsched.server.shutdown import DEFAULT_SHUTDOWN_TIMEOUT_S
@@ -126,6 +128,8 @@ class Settings:
     memory_threshold: float = 0.9
     disk_threshold: float = 0.9
     task_env_allow: str = ""
+    workdir_keep_failed: float = WORKDIR_KEEP_FAILED_S
+    log_retention_days: float = LOG_RETENTION_DAYS
 
     def __post_init__(self) -> None:
         if not self.db_url:
@@ -229,6 +233,8 @@ _OPTIONS = (
     _Option("memory_threshold", float),
     _Option("disk_threshold", float),
     _Option("task_env_allow", str),
+    _Option("workdir_keep_failed", float),
+    _Option("log_retention_days", float),
 )
 _BY_NAME = {o.name: o for o in _OPTIONS}
 

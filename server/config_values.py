@@ -241,4 +241,6 @@ _CHECKS: dict[str, Callable[[object], object]] = {
     "memory_threshold": _in_range(0, 1, open_low=True),
     "disk_threshold": _in_range(0, 1, open_low=True),
     "task_env_allow": _check_env_allow,
+    "workdir_keep_failed": _in_range(0, 365 * 86400),
+    "log_retention_days": _in_range(0, 36500),
 }

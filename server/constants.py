@@ -33,3 +33,8 @@ FAILOVER_DELAY_S = 4.0
 PROGRESS_FRAME_INTERVAL_S = 5.0
 # Grace between SIGTERM and SIGKILL when a task's process group is killed.
 KILL_GRACE_S = 5.0
+# Retention on workers (README "Retention"): an unsuccessful attempt's working directory is kept a
+# day to look at what it left (a successful one's goes at once); a task log a month after its
+# last write. Either grows without bound otherwise; 0 days keeps logs for ever.
+WORKDIR_KEEP_FAILED_S = 86400.0
+LOG_RETENTION_DAYS = 30.0

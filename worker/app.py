@@ -15,8 +15,9 @@ over the attempts of a worker whose node is gone), and stops the server, all wit
 
 The registry belongs to the caller: it must be started before :meth:`Worker.start` and is not
 stopped by the worker. Data directory layout: ``logs/`` (task logs and their index), ``exec/`` (one
-working directory per attempt), ``outbox/`` (unacknowledged events), ``pgids/`` (running task
-process groups; see :mod:`dsched.worker.orphans`).
+working directory per running or recently failed attempt), ``outbox/`` (unacknowledged events),
+``pgids/`` (running task process groups; see :mod:`dsched.worker.orphans`). The :class:`Janitor`
+removes logs and kept working directories past their retention.
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ from dsched.server.constants import (
     DEFAULT_WORKER_PORT,
     HEARTBEAT_INTERVAL_S,
     KILL_GRACE_S,
+    LOG_RETENTION_DAYS,
     PROGRESS_FRAME_INTERVAL_S,
+    WORKDIR_KEEP_FAILED_S,
 )
 from dsched.server.coord.registry import Registry
 from dsched.server.core.backoff import Backoff
@@ -48,6 +51,7 @@ from dsched.v1 import log_service_pb2, log_service_pb2_grpc, worker_service_pb2
 from dsched.v1 import worker_service_pb2_grpc as worker_grpc
 from dsched.worker.agent import UNREGISTER_S, Agent, Sampler
 from dsched.worker.execution import Clock
+from dsched.worker.janitor import Janitor
 from dsched.worker.log_service import LogServicer
 from dsched.worker.logs import LogStore
 from dsched.worker.orphans import ProcessRecords
@@ -58,6 +62,7 @@ from dsched.worker.runner import Runner
 from dsched.worker.servicer import WorkerServicer
 from dsched.worker.tasks import default_task_types
 from dsched.worker.tasks.environment import DEFAULT_ALLOW
+from dsched.worker.workdirs import WorkDirs
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +92,9 @@ class WorkerOptions:
     takes a new epoch (:func:`fence_deadline`; None: only when the session is known lost).
     ``task_env_allow``: variables of the worker's environment tasks inherit besides
     :data:`~dsched.worker.tasks.environment.DEFAULT_ALLOW` (``PREFIX*`` entries match prefixes).
+    ``workdir_keep_failed``: seconds an unsuccessful attempt's working directory is kept (a
+    successful one's goes at once); ``log_retention_days``: days a task log is kept after its last
+    write (0: for ever). See :mod:`dsched.worker.janitor`.
     """
 
     data_dir: Path
@@ -105,6 +113,8 @@ class WorkerOptions:
     outbox_fsync: bool = False
     report_backoff: Backoff = field(default_factory=lambda: Backoff(initial=0.05, maximum=5.0))
     remember_finished: int = 100_000
+    workdir_keep_failed: float = WORKDIR_KEEP_FAILED_S
+    log_retention_days: float = LOG_RETENTION_DAYS
     thresholds: Thresholds = field(default_factory=Thresholds)
     task_env_allow: tuple[str, ...] = ()
 
@@ -125,6 +135,8 @@ class WorkerOptions:
             thresholds=settings.thresholds,
             fence_after=None if settings.embedded_registry else fence_deadline(settings),
             task_env_allow=settings.task_env_allow_list,
+            workdir_keep_failed=settings.workdir_keep_failed,
+            log_retention_days=settings.log_retention_days,
         )
 
 
@@ -180,11 +192,12 @@ class Worker:
         )
         self.records = ProcessRecords(data_dir / "pgids")
         bash = shutil.which("bash", path=self._environ.get("PATH")) or "/bin/bash"
+        self.workdirs = WorkDirs(data_dir / "exec", keep_failed=options.workdir_keep_failed)
         self.runner = Runner(
             logs=self.logs,
             events=self.reporter,
             task_types=default_task_types(
-                exec_root=data_dir / "exec",
+                exec_root=self.workdirs.root,
                 base_env=self._environ,
                 bash=bash,
                 env_allow=DEFAULT_ALLOW + options.task_env_allow,
@@ -197,6 +210,13 @@ class Worker:
             stamp=lambda execution: execution.accepted_by(self.address, self.epoch),
             records=self.records,
             remember_finished=options.remember_finished,
+            workdirs=self.workdirs,
+        )
+        self.janitor = Janitor(
+            self.workdirs,
+            self.logs.root,
+            log_retention_days=options.log_retention_days,
+            live=self.runner.live_task_instances,
         )
         self.agent: Agent | None = None
         self.address = ""
@@ -241,6 +261,7 @@ class Worker:
             await self._serving.stop(0)
             raise
         self.runner.on_load_change = self.agent.poke
+        self.janitor.start()
 
     async def stop(self, grace: float | None = None, *, shutdown: Shutdown | None = None) -> None:
         """Stops as described in the module docstring, within ``shutdown`` (default: a new one of
@@ -253,6 +274,7 @@ class Worker:
             return
         shutdown = shutdown or Shutdown()
         self._stopping = True
+        await self.janitor.stop()
         if self.agent is not None:
             # Stay registered (as BUSY) until the tasks ended and their events are flushed: a
             # master fails over the attempts of a worker whose node is gone, and re-running them

@@ -37,6 +37,7 @@ from dsched.worker.execution import (
 from dsched.worker.logs import LogStore
 from dsched.worker.orphans import ProcessRecords
 from dsched.worker.tasks import SpawnError, TaskTypes
+from dsched.worker.workdirs import WorkDirs
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,7 @@ class Runner:
         stamp: Callable[[TaskExecution], TaskExecution] = lambda e: e,
         records: ProcessRecords | None = None,
         remember_finished: int = 100_000,
+        workdirs: WorkDirs | None = None,
     ) -> None:
         self._logs = logs
         self._events = events
@@ -91,6 +93,7 @@ class Runner:
         self._stamp = stamp
         self._records = records
         self._remember = remember_finished
+        self._workdirs = workdirs
         self._attempts: dict[AttemptKey, Attempt] = {}
         self._finished: collections.OrderedDict[AttemptKey, str] = collections.OrderedDict()
         self._killed_unknown: collections.OrderedDict[AttemptKey, str] = collections.OrderedDict()
@@ -107,6 +110,10 @@ class Runner:
     @property
     def queued(self) -> int:
         return len(self._queue)
+
+    def live_task_instances(self) -> set[int]:
+        """The task instance ids of the attempts queued, running or ending here."""
+        return {key.task_instance_id for key in self._attempts}
 
     @property
     def full(self) -> bool:
@@ -340,6 +347,9 @@ class Runner:
                 message=outcome.message,
             )
         self._close(attempt, remember=not attempt.silent)
+        if self._workdirs is not None:
+            succeeded = outcome.type is TaskEventType.SUCCEEDED and not attempt.silent
+            self._workdirs.ended(attempt.execution, succeeded=succeeded)
 
     def _close(self, attempt: Attempt, *, remember: bool) -> None:
         key = attempt.execution.key

@@ -3,7 +3,8 @@ own process group.
 
 The script is written verbatim to
 ``<exec_root>/<workflow_instance_id>/<task_instance_id>/script.sh`` and run with that directory as
-its working directory. Parameters are never spliced into the script text: they reach it as
+its working directory (removed after the attempt: :mod:`dsched.worker.workdirs`). Parameters are
+never spliced into the script text: they reach it as
 environment variables (:mod:`dsched.worker.tasks.environment`: an allow-list of the worker's
 variables, the parameters, dsched's identities), and ``${name}`` expands with bash's own quoting
 rules. ``--noprofile --norc`` keep start-up files out (a non-interactive bash reads none today; the
@@ -31,13 +32,9 @@ from dsched.worker.process import ProcessGroup
 from dsched.worker.tasks import environment
 from dsched.worker.tasks.base import OutputSink, RunningTask, SpawnError, TaskExit
 from dsched.worker.tasks.out_params import OutParamParser
+from dsched.worker.workdirs import work_dir
 
 SCRIPT_NAME = "script.sh"
-
-
-def work_dir(exec_root: Path, execution: TaskExecution) -> Path:
-    """The attempt's working directory (numbers only: no client text reaches the path)."""
-    return exec_root / str(execution.workflow_instance_id) / str(execution.task_instance_id)
 
 
 class ShellRun:

@@ -64,6 +64,10 @@ async def all_released(c: Cluster) -> None:
         await asyncio.sleep(0.05)
         sizes = held(c)
     assert sizes == dict.fromkeys(sizes, 0)
+    # On disk too: every attempt succeeded, so no working directory is left.
+    await c.worker.workdirs.wait_emptied()
+    assert [p.name for p in c.worker.workdirs.root.iterdir()] in ([], [".trash"])
+    assert not any((c.worker.workdirs.root / ".trash").glob("*"))
 
 
 async def cancelled_after_first_frame(c: Cluster, instance_id: int) -> None:

@@ -346,7 +346,10 @@ def test_configure_logging_sets_level_and_replaces_itself(root_logger: logging.L
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 # Settings a role has no use for: the samples leave them out.
 UNUSED: dict[Role, set[str]] = {
-    "master": {"worker_port", "worker_slots", "outbox_fsync", "task_env_allow"},
+    "master": {
+        *("worker_port", "worker_slots", "outbox_fsync", "task_env_allow"),
+        *("workdir_keep_failed", "log_retention_days"),
+    },
     "worker": {
         *("worker_port", "db_url", "host_selector", "dispatch_timeout", "warmup_seconds"),
         *("cluster_host", "cluster_port", "master_capacity", "instance_sweep_interval"),

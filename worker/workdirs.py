@@ -1,0 +1,156 @@
+"""Working directories of attempts: made for an attempt, removed when it is done with them.
+
+Layout: ``<exec_root>/<workflow_instance_id>/<task_instance_id>/`` (numbers only; a task instance
+*is* one attempt, so no two attempts share a directory). A directory goes away when its attempt
+succeeds; after a failure, a kill or a stop it is kept for ``keep_failed`` seconds (to look at what
+the task left), counted from the attempt's end, then :meth:`WorkDirs.sweep` removes it. The sweep
+also removes what an earlier incarnation left behind, but never the directory of an attempt that
+runs here.
+
+Removal is a rename into ``<exec_root>/.trash`` on the event loop (one system call; the attempt's
+path is free at once) and a delete of the trash in a thread (a task may have left a large tree).
+The instance's directory is removed on the event loop when it is empty: the task type creates
+directories on the loop too, so a removal cannot slip between its ``mkdir`` of the instance's
+directory and that of the attempt's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable, Container
+from pathlib import Path
+
+from dsched.server.constants import WORKDIR_KEEP_FAILED_S
+from dsched.worker.execution import TaskExecution
+
+log = logging.getLogger(__name__)
+
+TRASH = ".trash"
+
+
+def work_dir(exec_root: Path, execution: TaskExecution) -> Path:
+    """The attempt's working directory (numbers only: no client text reaches the path)."""
+    return exec_root / str(execution.workflow_instance_id) / str(execution.task_instance_id)
+
+
+class WorkDirs:
+    """Removes attempts' working directories under ``root``; see the module docstring. ``clock``
+    is wall-clock seconds (it is compared with file modification times)."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        keep_failed: float = WORKDIR_KEEP_FAILED_S,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.root = root
+        self.keep_failed = keep_failed
+        self._clock = clock
+        self._trash = root / TRASH
+        self._emptying: asyncio.Task[None] | None = None
+        self._more = False  # moved to the trash since the current delete began
+
+    def path(self, execution: TaskExecution) -> Path:
+        return work_dir(self.root, execution)
+
+    def ended(self, execution: TaskExecution, *, succeeded: bool) -> None:
+        """The attempt is over: its directory goes now if it succeeded (or nothing is kept),
+        else it is kept and its age counts from now."""
+        path = self.path(execution)
+        if succeeded or self.keep_failed <= 0:
+            self._remove(path)
+            return
+        with contextlib.suppress(OSError):  # never made (a spawn failure): nothing to keep
+            os.utime(path)
+
+    async def sweep(self, live: Container[int]) -> int:
+        """Removes the kept directories older than ``keep_failed`` whose task instance id is not
+        in ``live`` (attempts running here, looked up at each removal); returns how many it
+        removed. Yields to the loop between instances (a first sweep may meet a long history)."""
+        cutoff = self._clock() - self.keep_failed
+        removed = 0
+        for instance_dir in _numbered(self.root):
+            for attempt_dir in _numbered(instance_dir):
+                try:
+                    old = attempt_dir.stat().st_mtime <= cutoff
+                except OSError:
+                    continue
+                if old and int(attempt_dir.name) not in live and self._remove(attempt_dir):
+                    removed += 1
+            with contextlib.suppress(OSError):
+                instance_dir.rmdir()  # only if empty
+            await asyncio.sleep(0)
+        if _has_entries(self._trash):
+            self._empty_trash_soon()  # also what an earlier incarnation left there
+        return removed
+
+    async def wait_emptied(self) -> None:
+        """Waits for the trash being emptied now, if any (tests, stop)."""
+        while self._emptying is not None:
+            await asyncio.shield(self._emptying)
+
+    def _remove(self, path: Path) -> bool:
+        """Moves ``path`` to the trash; False if there was nothing to move."""
+        target = self._trash / f"{path.parent.name}-{path.name}-{time.monotonic_ns()}"
+        try:
+            try:
+                os.rename(path, target)
+            except FileNotFoundError:
+                if not path.exists():
+                    return False  # never made (a dry run, a spawn failure), or gone already
+                self._trash.mkdir(exist_ok=True)
+                os.rename(path, target)
+        except OSError as exc:
+            log.warning("cannot remove the working directory %s: %s", path, exc)
+            return False
+        with contextlib.suppress(OSError):
+            path.parent.rmdir()  # the instance's directory, once its last attempt's is gone
+        self._empty_trash_soon()
+        return True
+
+    def _empty_trash_soon(self) -> None:
+        self._more = True
+        if self._emptying is None:
+            self._emptying = asyncio.get_running_loop().create_task(self._empty_trash())
+
+    async def _empty_trash(self) -> None:
+        try:
+            # Again while renames arrive during a delete: one thread hop per burst, not per run.
+            while self._more:
+                self._more = False
+                await asyncio.to_thread(_delete_contents, self._trash)
+        finally:
+            self._emptying = None
+
+
+def _numbered(directory: Path) -> list[Path]:
+    """The entries of ``directory`` named by a number (not the trash); none if it is unreadable."""
+    try:
+        return [p for p in directory.iterdir() if p.name.isdigit()]
+    except OSError:
+        return []
+
+
+def _has_entries(directory: Path) -> bool:
+    try:
+        with os.scandir(directory) as entries:
+            return any(True for _ in entries)
+    except OSError:
+        return False
+
+
+def _delete_contents(directory: Path) -> None:
+    """Deletes everything in ``directory``."""
+    try:
+        entries = list(directory.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        # A task may have left what cannot be deleted; the next sweep tries again.
+        shutil.rmtree(entry, ignore_errors=True)
