@@ -14,9 +14,9 @@ from dsched.server.api.context import MasterContext
 from dsched.server.api.idempotency import once
 from dsched.server.api.pages import collect, sync
 from dsched.server.api.validation import Checks
+from dsched.server.app.transaction import Transaction
 from dsched.server.store import definitions as repo
 from dsched.server.store import paging
-from dsched.server.store.database import Conn
 from dsched.spec import MAX_DESCRIPTION_LENGTH, WorkflowSpec, check_workflow, text_violation
 from dsched.v1 import master_service_pb2 as pb
 from dsched.v1 import resources_pb2
@@ -46,10 +46,8 @@ class DefinitionsApi:
         checks.request_id(request.request_id)
         checks.raise_if_any()
 
-        async def work(conn: Conn) -> pb.CreateProjectResponse:
-            record = await repo.create_project(
-                conn, request.project.name, description, self.ctx.clock.now()
-            )
+        async def work(tx: Transaction) -> pb.CreateProjectResponse:
+            record = await repo.create_project(tx.conn, request.project.name, description, tx.now)
             return pb.CreateProjectResponse(project=convert.project(record))
 
         return await once(self.ctx, request, "CreateProject", pb.CreateProjectResponse, work)
@@ -81,8 +79,8 @@ class DefinitionsApi:
         checks.request_id(request.request_id)
         checks.raise_if_any()
 
-        async def work(conn: Conn) -> pb.DeleteProjectResponse:
-            await repo.delete_project(conn, request.name)
+        async def work(tx: Transaction) -> pb.DeleteProjectResponse:
+            await repo.delete_project(tx.conn, request.name)
             return pb.DeleteProjectResponse()
 
         return await once(self.ctx, request, "DeleteProject", pb.DeleteProjectResponse, work)
@@ -90,8 +88,8 @@ class DefinitionsApi:
     async def CreateWorkflow(self, request: pb.CreateWorkflowRequest, context: Ctx) -> Any:
         spec = _workflow_spec(request.workflow, request.request_id)
 
-        async def work(conn: Conn) -> pb.CreateWorkflowResponse:
-            record = await repo.create_workflow(conn, spec, self.ctx.clock.now())
+        async def work(tx: Transaction) -> pb.CreateWorkflowResponse:
+            record = await repo.create_workflow(tx.conn, spec, tx.now)
             return pb.CreateWorkflowResponse(workflow=convert.workflow(record))
 
         return await once(self.ctx, request, "CreateWorkflow", pb.CreateWorkflowResponse, work)
@@ -107,8 +105,8 @@ class DefinitionsApi:
                 )
         spec = _workflow_spec(request.workflow, request.request_id)
 
-        async def work(conn: Conn) -> pb.UpdateWorkflowResponse:
-            record = await repo.update_workflow(conn, spec, self.ctx.clock.now(), expected)
+        async def work(tx: Transaction) -> pb.UpdateWorkflowResponse:
+            record = await repo.update_workflow(tx.conn, spec, tx.now, expected)
             return pb.UpdateWorkflowResponse(workflow=convert.workflow(record))
 
         return await once(self.ctx, request, "UpdateWorkflow", pb.UpdateWorkflowResponse, work)
@@ -180,8 +178,8 @@ class DefinitionsApi:
         checks.request_id(request.request_id)
         checks.raise_if_any()
 
-        async def work(conn: Conn) -> pb.DeleteWorkflowResponse:
-            await repo.delete_workflow(conn, request.project, request.name)
+        async def work(tx: Transaction) -> pb.DeleteWorkflowResponse:
+            await repo.delete_workflow(tx.conn, request.project, request.name)
             return pb.DeleteWorkflowResponse()
 
         return await once(self.ctx, request, "DeleteWorkflow", pb.DeleteWorkflowResponse, work)
@@ -199,9 +197,9 @@ class DefinitionsApi:
         checks.raise_if_any()
         wanted = ReleaseState(str(state))
 
-        async def work(conn: Conn) -> pb.SetWorkflowReleaseStateResponse:
+        async def work(tx: Transaction) -> pb.SetWorkflowReleaseStateResponse:
             record = await repo.set_release_state(
-                conn, request.project, request.name, wanted, self.ctx.clock.now()
+                tx.conn, request.project, request.name, wanted, tx.now
             )
             return pb.SetWorkflowReleaseStateResponse(workflow=convert.workflow(record))
 

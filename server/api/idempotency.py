@@ -22,8 +22,8 @@ from sqlalchemy.exc import IntegrityError
 
 from dsched.errors import Aborted, DschedError
 from dsched.server.api.context import MasterContext
+from dsched.server.app.transaction import Transaction, transact
 from dsched.server.store import requests
-from dsched.server.store.database import Conn
 
 M = TypeVar("M", bound=Message)
 
@@ -44,9 +44,10 @@ async def once(
     request: Message,
     method: str,
     response_type: type[M],
-    work: Callable[[Conn], Awaitable[M]],
+    work: Callable[[Transaction], Awaitable[M]],
 ) -> M:
-    """Runs ``work`` in a transaction unless ``request``'s id was seen; returns the (first) answer.
+    """Runs ``work`` (an application-layer call and the rendering of its result) in a transaction
+    unless ``request``'s id was seen; returns the (first) answer.
 
     The id seen with another request is REQUEST_ID_REUSED (see the module docstring).
     """
@@ -57,13 +58,17 @@ async def once(
             stored = await requests.recall(conn, request_id, method, key)
         if stored is not None:
             return response_type.FromString(stored)
+
+    async def work_and_remember(tx: Transaction) -> M:
+        response = await work(tx)
+        if request_id:
+            await requests.remember(
+                tx.conn, request_id, method, response.SerializeToString(), tx.now, key
+            )
+        return response
+
     try:
-        async with ctx.db.transaction() as conn:
-            response = await work(conn)
-            if request_id:
-                await requests.remember(
-                    conn, request_id, method, response.SerializeToString(), ctx.clock.now(), key
-                )
+        return await transact(ctx, work_and_remember)
     except IntegrityError as exc:
         if not request_id:
             raise Aborted("a concurrent change conflicted; retry", reason="CONFLICT") from exc
@@ -79,7 +84,6 @@ async def once(
         if answer is None:
             raise
         return answer
-    return response
 
 
 async def remember_answer(

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from dsched.errors import FailedPrecondition, IllegalTransition
 from dsched.server.core import transitions
 from dsched.states import WorkflowState
 
@@ -119,3 +120,31 @@ class ControlRecord:
     @property
     def pending(self) -> bool:
         return self.outcome is ControlOutcome.PENDING
+
+
+def refused(control: ControlRecord) -> IllegalTransition:
+    """The error for a control the owner found illegal (FAILED_PRECONDITION)."""
+    state = control.outcome_state or W.RUNNING
+    return IllegalTransition(
+        f"cannot {control.kind.lower()} workflow instance {control.instance_id}: "
+        f"{control.outcome_reason}",
+        metadata={
+            "instance": str(control.instance_id),
+            "state": state.value,
+            "action": control.kind.lower(),
+        },
+    )
+
+
+def reused(known: ControlRecord) -> FailedPrecondition:
+    """The error for a request id already used for another control (or another instance)."""
+    return FailedPrecondition(
+        f"request_id {known.request_id!r} was already used to {known.kind.lower()} workflow "
+        f"instance {known.instance_id}",
+        reason="REQUEST_ID_REUSED",
+        metadata={
+            "request_id": known.request_id,
+            "instance": str(known.instance_id),
+            "action": known.kind.lower(),
+        },
+    )

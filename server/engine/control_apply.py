@@ -16,9 +16,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from dsched.errors import FailedPrecondition, IllegalTransition
 from dsched.server.core import controls as rules
-from dsched.server.core.controls import ControlOutcome, ControlRecord, Resolution
+from dsched.server.core.controls import ControlOutcome, ControlRecord, Resolution, refused, reused
 from dsched.server.engine.messages import ApplyControls, Control
 from dsched.server.store import controls as control_repo
 from dsched.server.store.events import NewEvent
@@ -180,31 +179,3 @@ def _answer_repeat(b: _Batch, msg: Control, known: ControlRecord, instance_id: i
         b.effects.refuse(msg.reply, refused(known))
     else:
         b.effects.reply_instance(msg.reply)
-
-
-def refused(control: ControlRecord) -> IllegalTransition:
-    """The error for a control the owner found illegal (FAILED_PRECONDITION)."""
-    state = control.outcome_state or W.RUNNING
-    return IllegalTransition(
-        f"cannot {control.kind.lower()} workflow instance {control.instance_id}: "
-        f"{control.outcome_reason}",
-        metadata={
-            "instance": str(control.instance_id),
-            "state": state.value,
-            "action": control.kind.lower(),
-        },
-    )
-
-
-def reused(known: ControlRecord) -> FailedPrecondition:
-    """The error for a request id already used for another control (or another instance)."""
-    return FailedPrecondition(
-        f"request_id {known.request_id!r} was already used to {known.kind.lower()} workflow "
-        f"instance {known.instance_id}",
-        reason="REQUEST_ID_REUSED",
-        metadata={
-            "request_id": known.request_id,
-            "instance": str(known.instance_id),
-            "action": known.kind.lower(),
-        },
-    )
