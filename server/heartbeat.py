@@ -23,28 +23,15 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import StrEnum
 from pathlib import Path
 
 import psutil
 from google.protobuf.message import DecodeError
 
+from dsched.convert import SERVER_STATUS
 from dsched.errors import FieldViolation, InvalidArgument
-from dsched.v1 import enums_pb2, registry_pb2
-
-
-class ServerStatus(StrEnum):
-    """Whether a server takes new work. Values are the proto names without their prefix."""
-
-    NORMAL = "NORMAL"
-    BUSY = "BUSY"
-
-
-_TO_PROTO = {
-    ServerStatus.NORMAL: enums_pb2.SERVER_STATUS_NORMAL,
-    ServerStatus.BUSY: enums_pb2.SERVER_STATUS_BUSY,
-}
-_FROM_PROTO = {v: k for k, v in _TO_PROTO.items()}
+from dsched.results import ServerStatus as ServerStatus
+from dsched.v1 import registry_pb2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -190,7 +177,7 @@ def encode_heartbeat(info: HeartbeatInfo) -> bytes:
         disk_usage=info.disk_usage,
         slots_total=info.slots_total,
         slots_in_use=info.slots_in_use,
-        status=_TO_PROTO[info.status],
+        status=SERVER_STATUS.number(info.status),
         epoch=info.epoch,
         pid=info.pid,
         queued=info.queued,
@@ -218,7 +205,8 @@ def decode_heartbeat(data: bytes) -> HeartbeatInfo:
             violations=[FieldViolation("heartbeat", str(exc))],
         ) from exc
     violations: list[FieldViolation] = []
-    status = _FROM_PROTO.get(message.status)
+    known = SERVER_STATUS.by_number.get(message.status)
+    status = None if known is None else ServerStatus(known)
     if status is None:
         violations.append(FieldViolation("heartbeat.status", "must be NORMAL or BUSY"))
     for name in ("cpu_usage", "memory_usage", "load_average", "disk_usage"):

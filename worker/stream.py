@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 import grpc
 from grpc import aio
 
+from dsched.rpc import CHANNEL_OPTIONS
 from dsched.server.core.backoff import Backoff
-from dsched.server.rpc.serving import CHANNEL_OPTIONS
 from dsched.v1 import task_event_service_pb2_grpc
 from dsched.worker.convert import acks_from_proto, report_request
 from dsched.worker.execution import Ack, AttemptKey

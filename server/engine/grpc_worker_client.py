@@ -7,7 +7,6 @@ channels for ``LogService`` (:meth:`GrpcWorkerClient.log_stub`): it forwards pro
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 
 import grpc
@@ -22,7 +21,7 @@ from dsched.server.engine.worker_client import (
     WorkerCallError,
 )
 from dsched.server.rpc import probe
-from dsched.server.rpc.serving import CHANNEL_OPTIONS
+from dsched.server.rpc.channels import Channels
 from dsched.v1 import enums_pb2, log_service_pb2_grpc, worker_service_pb2, worker_service_pb2_grpc
 
 _ACCEPTED = frozenset(
@@ -34,8 +33,7 @@ class GrpcWorkerClient:
     """Calls workers over gRPC; see the module docstring."""
 
     def __init__(self) -> None:
-        self._channels: dict[str, aio.Channel] = {}
-        self._closing: set[asyncio.Task[None]] = set()  # referenced until done, not collected
+        self._channels = Channels()  # unbounded: the directory drops those of workers that left
 
     async def dispatch(
         self, address: str, specs: Sequence[DispatchSpec], *, timeout: float
@@ -95,32 +93,17 @@ class GrpcWorkerClient:
         return await probe.refused(address, timeout)
 
     def forget(self, address: str) -> None:
-        channel = self._channels.pop(address, None)
-        if channel is not None:
-            task = asyncio.get_running_loop().create_task(channel.close())
-            self._closing.add(task)
-            task.add_done_callback(self._closing.discard)
+        self._channels.drop(address)
 
     async def close(self) -> None:
-        channels, self._channels = list(self._channels.values()), {}
-        for channel in channels:
-            await channel.close()
-        await asyncio.gather(*self._closing, return_exceptions=True)
+        await self._channels.close()
 
     def log_stub(self, address: str) -> log_service_pb2_grpc.LogServiceAsyncStub:
         """A ``LogService`` stub on the worker's channel, for the master's log proxy."""
-        return log_service_pb2_grpc.LogServiceStub(self._channel(address))
+        return log_service_pb2_grpc.LogServiceStub(self._channels.get(address))
 
     def _stub(self, address: str) -> worker_service_pb2_grpc.WorkerServiceAsyncStub:
-        return worker_service_pb2_grpc.WorkerServiceStub(self._channel(address))
-
-    def _channel(self, address: str) -> aio.Channel:
-        channel = self._channels.get(address)
-        if channel is None:
-            channel = self._channels[address] = aio.insecure_channel(
-                address, options=CHANNEL_OPTIONS
-            )
-        return channel
+        return worker_service_pb2_grpc.WorkerServiceStub(self._channels.get(address))
 
 
 def _error(address: str, err: aio.AioRpcError) -> WorkerCallError:

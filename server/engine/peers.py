@@ -3,17 +3,17 @@ controls another master recorded for it (ARCHITECTURE.md §4).
 
 A nudge carries no authority, only an instance id: the controls are in the store, so a lost or
 repeated nudge changes nothing. Channels are cached per address; the cache is bounded because a
-master restarted on a new port leaves its old address behind.
+master restarted on a new port leaves its old address behind (a nudge cut short when its channel is
+evicted is one of those lost nudges).
 """
 
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 
 from grpc import aio
 
-from dsched.server.rpc.serving import CHANNEL_OPTIONS
+from dsched.server.rpc.channels import Channels
 from dsched.v1 import master_peer_service_pb2 as pb
 from dsched.v1 import master_peer_service_pb2_grpc
 
@@ -26,13 +26,12 @@ class Peers:
     """Channels to other masters. ``close`` (at shutdown) closes them."""
 
     def __init__(self) -> None:
-        self._channels: OrderedDict[str, aio.Channel] = OrderedDict()
-        self._closing: set[aio.Channel] = set()
+        self._channels = Channels(limit=MAX_CHANNELS)
 
     async def apply_controls(self, address: str, instance_id: int, timeout: float) -> bool:
         """Asks the master at ``address`` to apply the controls of ``instance_id`` now; True once
         it did, False if it does not drive the instance or cannot be reached within ``timeout``."""
-        stub = master_peer_service_pb2_grpc.MasterPeerServiceStub(self._channel(address))
+        stub = master_peer_service_pb2_grpc.MasterPeerServiceStub(self._channels.get(address))
         try:
             reply = await stub.ApplyControls(
                 pb.ApplyControlsRequest(instance_id=instance_id), timeout=timeout
@@ -42,21 +41,5 @@ class Peers:
             return False
         return reply.driven
 
-    def _channel(self, address: str) -> aio.Channel:
-        channel = self._channels.get(address)
-        if channel is None:
-            channel = self._channels[address] = aio.insecure_channel(
-                address, options=CHANNEL_OPTIONS
-            )
-            while len(self._channels) > MAX_CHANNELS:
-                _, old = self._channels.popitem(last=False)
-                self._closing.add(old)
-        else:
-            self._channels.move_to_end(address)
-        return channel
-
     async def close(self) -> None:
-        for channel in [*self._channels.values(), *self._closing]:
-            await channel.close()
-        self._channels.clear()
-        self._closing.clear()
+        await self._channels.close()

@@ -32,7 +32,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from dsched import DschedError, Unavailable
-from dsched.server.rpc.serving import CHANNEL_OPTIONS
+from dsched.rpc import CHANNEL_OPTIONS
 from tests.cluster.checker import check
 from tests.cluster.harness import Cluster, Member
 from tests.cluster.workload import PROJECT, define, wait_running
