@@ -117,8 +117,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _source_files() -> set[str]:
     """Every file of the package in the source tree, named as the wheel (and the editable
     install's finder) names it: the package-dir mapping applied, caches and links left out."""
-    config = tomllib.loads((REPO / "pyproject.toml").read_text())
-    mapping: dict[str, str] = config["tool"]["setuptools"]["package-dir"]
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    (where,) = setuptools["packages"]["find"]["where"]
+    mapping: dict[str, str] = {"dsched": f"{where}/dsched", **setuptools.get("package-dir", {})}
     names: set[str] = set()
     for package, directory in mapping.items():
         root = REPO / directory
