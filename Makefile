@@ -53,8 +53,9 @@ standalone: setup
 	$(BIN)/dsched standalone
 
 # Benchmarks are modules of tests.bench (they share tests/bench/common.py), run from the repo root.
+# `bench` measures a standalone, then a local cluster, and prints them side by side.
 bench: setup
-	$(PY) -m tests.bench.standalone_bench
+	$(PY) -m tests.bench.standalone_bench --cluster
 
 .PHONY: bench-cluster
 bench-cluster: setup

@@ -1,0 +1,137 @@
+"""Profile of the standalone server during the fan-out: a flame graph and a top table.
+
+Starts ``dsched standalone`` as the bench does (:func:`tests.bench.standalone_bench.standalone`),
+warms it up with a short chain, then samples the server process and its subprocesses with py-spy
+(``pip install py-spy``) while one root and ``--fanout`` parallel ``true`` tasks run. Writes
+``<out>.svg`` (flame graph) and ``<out>.txt`` (collapsed stacks), and prints:
+
+* the share of samples by area (the first area, from the innermost frame outwards, that a stack
+  touches: SQLAlchemy, subprocess spawn and reap, file churn, gRPC, protobuf, asyncio, ...);
+* the functions with the most samples, inclusive (anywhere on the stack) and by self time.
+
+Task processes (``bash``) are not Python and are not sampled; idle threads are not counted.
+
+Usage: ``python -m tests.bench.profile [--fanout N] [--slots N] [--out PREFIX] [--rate HZ]``
+from the repository root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from dsched import Client
+from tests.bench.common import default_slots, run_chain, run_fanout
+from tests.bench.standalone_bench import standalone
+
+# (area, substrings of a frame "function (file:line)"); the first area found walking a stack
+# from its innermost frame outwards takes the sample.
+AREAS: Sequence[tuple[str, Sequence[str]]] = (
+    ("file churn (logs, outbox, script)", ("worker/logs.py", "worker/outbox.py", "pathlib")),
+    ("subprocess spawn and reap", ("subprocess", "_posixsubprocess", "pidfd", "process.py")),
+    ("SQLAlchemy", ("sqlalchemy/", "sqlite3")),
+    ("protobuf", ("google/protobuf", "convert.py", "wire.py", "codec.py")),
+    ("gRPC", ("grpc/",)),
+    ("logging", ("logging/",)),
+    ("asyncio", ("asyncio/",)),
+)
+OTHER = "other (dsched code and the rest)"
+
+
+def py_spy() -> str:
+    found = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    if not Path(found).exists():
+        raise SystemExit("py-spy not found: pip install py-spy")
+    return found
+
+
+def record(pid: int, out: Path, fmt: str, rate: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [
+            *(py_spy(), "record", "--pid", str(pid), "--subprocesses", "--nonblocking"),
+            *("--rate", str(rate), "--format", fmt, "--output", str(out)),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
+    _, err = proc.communicate(timeout=60)
+    if proc.returncode not in (0, -signal.SIGINT):
+        print(err.decode(errors="replace"), file=sys.stderr)
+
+
+def parse(lines: Iterable[str]) -> list[tuple[list[str], int]]:
+    """Collapsed stacks (``outer;...;inner count``) as (frames, samples)."""
+    stacks = []
+    for line in lines:
+        frames, _, count = line.rstrip("\n").rpartition(" ")
+        if frames and count.isdigit():
+            stacks.append((frames.split(";"), int(count)))
+    return stacks
+
+
+def area(frames: Sequence[str]) -> str:
+    for frame in reversed(frames):
+        for name, needles in AREAS:
+            if any(n in frame for n in needles):
+                return name
+    return OTHER
+
+
+def table(title: str, counts: collections.Counter[str], total: int, top: int) -> None:
+    print(f"\n{title}")
+    for name, n in counts.most_common(top):
+        print(f"{100 * n / total:6.1f} %  {name}")
+
+
+def summarize(stacks: list[tuple[list[str], int]], top: int) -> None:
+    total = sum(n for _, n in stacks) or 1
+    areas: collections.Counter[str] = collections.Counter()
+    inclusive: collections.Counter[str] = collections.Counter()
+    own: collections.Counter[str] = collections.Counter()
+    for frames, n in stacks:
+        areas[area(frames)] += n
+        own[frames[-1]] += n
+        # A recursive function counts once per sample; the process frame is not a function.
+        for frame in set(frames[1:] if frames[0].startswith("process ") else frames):
+            inclusive[frame] += n
+    print(f"{total} samples")
+    table("by area", areas, total, len(AREAS) + 1)
+    table("inclusive", inclusive, total, top)
+    table("self", own, total, top)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fanout", type=int, default=1000)
+    parser.add_argument("--slots", type=int, default=default_slots())
+    parser.add_argument("--out", default="profile", help="output prefix (.svg, .txt)")
+    parser.add_argument("--rate", type=int, default=200, help="samples per second")
+    parser.add_argument("--top", type=int, default=25)
+    args = parser.parse_args()
+    svg, raw = Path(f"{args.out}.svg"), Path(f"{args.out}.txt")
+    with standalone(args.slots) as (address, pid), Client.connect(address) as client:
+        client.ensure_project("bench")
+        run_chain(client, 20)  # warm-up, not profiled
+        spies = [record(pid, svg, "flamegraph", args.rate), record(pid, raw, "raw", args.rate)]
+        try:
+            fanout = run_fanout(client, args.fanout, [pid])
+        finally:
+            for spy in spies:
+                stop(spy)
+    print(f"fan-out of {args.fanout}: {fanout.throughput:.0f} tasks/s; flame graph {svg}")
+    summarize(parse(raw.read_text().splitlines()), args.top)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
