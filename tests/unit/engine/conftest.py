@@ -2,8 +2,9 @@
 command consumer and failover over a real SQLite store (a file in the test's directory) and an
 in-process registry, with the workers replaced by :mod:`tests.fakes.worker`.
 
-:class:`Engine` is the composition (the master's, minus its gRPC listeners); tests start runs
-through the store as the API does, drive the fake workers and await what the engine writes.
+:class:`Engine` is the composition (the master's, minus its gRPC listeners); tests start and
+control runs through the application layer (what the gRPC handlers call), drive the fake workers
+and await what the engine writes.
 """
 
 from __future__ import annotations
@@ -12,13 +13,18 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
 from dsched.errors import AlreadyExists, NotFound
+from dsched.options import ReleaseState
+from dsched.server.app import controls, runs
+from dsched.server.app.context import AppContext
+from dsched.server.app.runs import StartRun
+from dsched.server.app.transaction import Transaction, transact
 from dsched.server.clock import SystemClock
 from dsched.server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
 from dsched.server.core.controls import ControlKind
@@ -26,7 +32,6 @@ from dsched.server.core.records import InstanceRecord, RunOptions, TaskInstanceR
 from dsched.server.engine.commands import CommandConsumer
 from dsched.server.engine.dispatcher import Dispatcher
 from dsched.server.engine.failover import Failover
-from dsched.server.engine.messages import Control
 from dsched.server.engine.notifier import Notifier
 from dsched.server.engine.runners import Runners
 from dsched.server.engine.services import EngineServices
@@ -55,6 +60,7 @@ class Engine:
     runners: Runners
     consumer: CommandConsumer
     failover: Failover
+    app: AppContext
     stopped: bool = False
 
     @property
@@ -76,21 +82,30 @@ class Engine:
         await self.registry.stop()
 
     async def start_run(self, spec: WorkflowSpec, **options: Any) -> int:
-        """Stores ``spec`` (once per project/name) and a START command for it, as StartWorkflow
-        does, then wakes the consumer; returns the instance id."""
-        now = datetime.now(UTC)
-        async with self.db.transaction() as conn:
+        """Stores ``spec`` online (once per project and name), then starts a run of it through
+        the application layer, as StartWorkflow does; returns the instance id."""
+
+        async def define(tx: Transaction) -> None:
             try:
-                workflow = await definitions.get_workflow(conn, spec.project, spec.name)
+                await definitions.get_workflow(tx.conn, spec.project, spec.name)
+                return
             except NotFound:
-                with contextlib.suppress(AlreadyExists):
-                    await definitions.create_project(conn, spec.project, "", now)
-                workflow = await definitions.create_workflow(conn, spec, now)
-            project = await definitions.get_project(conn, spec.project)
-            run = RunOptions(**options)
-            instance_id = await instance_repo.create_instance(conn, workflow, project.id, run, now)
-        self.services.notifier.notify_commands(instance_id)
-        return instance_id
+                pass
+            with contextlib.suppress(AlreadyExists):
+                await definitions.create_project(tx.conn, spec.project, "", tx.now)
+            await definitions.create_workflow(tx.conn, spec, tx.now)
+            await definitions.set_release_state(
+                tx.conn, spec.project, spec.name, ReleaseState.ONLINE, tx.now
+            )
+
+        await transact(self.app, define)
+        run = StartRun(spec.project, spec.name, RunOptions(**options))
+        instance = await transact(self.app, lambda tx: runs.start(tx, run))
+        return instance.id
+
+    async def resume(self, instance_id: int) -> None:
+        """Resumes a paused or stopped instance through the application layer."""
+        await transact(self.app, lambda tx: runs.resume(tx, instance_id))
 
     async def instance(self, instance_id: int) -> InstanceRecord:
         async with self.db.read() as conn:
@@ -130,14 +145,18 @@ class Engine:
                 await signal.wait()
 
     async def control(self, instance_id: int, kind: ControlKind) -> InstanceRecord:
-        """A pause or stop sent to this master, which drives the instance."""
-        runner = self.runners.get(instance_id)
-        assert runner is not None, f"no runner drives instance {instance_id}"
-        reply: asyncio.Future[InstanceRecord] = asyncio.get_running_loop().create_future()
-        request_id = f"test-{kind.value}-{instance_id}"
-        runner.post(Control(kind, request_id, self.services.address, reply))
-        async with asyncio.timeout(WAIT_S):
-            return await reply
+        """A pause or stop sent to this master (which drives the instance) through the
+        application layer; the instance once the control is applied."""
+        done = await controls.control(self.app, instance_id, kind, "", WAIT_S)
+        assert done.applied
+        return done.instance
+
+
+class _NoPeers:
+    """No other master is reachable (the tests' masters drive their own instances)."""
+
+    async def apply_controls(self, address: str, instance_id: int, timeout: float) -> bool:
+        return False
 
 
 def _reload(_instance_id: int, _pins: Mapping[int, str]) -> None:
@@ -196,6 +215,16 @@ class World:
         await dispatcher.start()
         await failover.start()
         await consumer.start()
+        app = AppContext(
+            db=self.db,
+            clock=clock,
+            notifier=services.notifier,
+            runners=runners,
+            peers=_NoPeers(),
+            address=address,
+            owner_cluster_address=lambda _address: "",
+            epoch=lambda: epoch,
+        )
         engine = Engine(
             self.db,
             self.workers,
@@ -206,6 +235,7 @@ class World:
             runners,
             consumer,
             failover,
+            app,
         )
         self.masters.append(engine)
         return engine

@@ -116,6 +116,32 @@ async def test_stop_kills_the_running_attempt_and_starts_nothing_more(engine: En
     assert len(worker.attempts) == 1
 
 
+async def test_pause_lets_the_running_task_finish_and_resume_runs_the_rest(
+    engine: Engine,
+) -> None:
+    worker = await engine.workers.add()
+    instance_id = await engine.start_run(workflow(task("a"), task("b", "a")))
+    await worker.holding(1)
+    await worker.running("a")
+
+    paused = await engine.control(instance_id, ControlKind.PAUSE)
+    assert paused.state is WorkflowState.READY_PAUSE
+    await worker.succeed("a")
+    assert (await engine.until(instance_id)).state is WorkflowState.PAUSED
+    assert len(worker.attempts) == 1  # b did not start
+    assert [c.method for c in engine.workers.calls if c.method == "kill"] == []
+
+    await engine.resume(instance_id)
+    await worker.holding(2)
+    await worker.succeed("b")
+    await engine.until(instance_id, lambda i: i.state is WorkflowState.SUCCEEDED)
+    assert summary(await engine.attempts(instance_id)) == [
+        ("a", 1, TaskState.SUCCEEDED, True),
+        ("b", 1, TaskState.SUCCEEDED, True),
+    ]
+    ran_once(engine.workers)
+
+
 async def test_a_task_whose_group_has_no_worker_says_why_it_waits(engine: Engine) -> None:
     await engine.workers.add("default")
     instance_id = await engine.start_run(workflow(task("a")), worker_group="gpu")
