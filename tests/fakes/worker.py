@@ -17,9 +17,10 @@ import asyncio
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
+from dsched.options import TimeoutStrategy
 from dsched.server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
 from dsched.server.engine.jobs import DispatchSpec
 from dsched.server.engine.messages import Ack, Decision, EventType, TaskEventData, WorkerEvent
@@ -31,9 +32,33 @@ from dsched.server.engine.worker_client import (
     WorkerCallError,
 )
 from dsched.server.heartbeat import HeartbeatInfo, ServerStatus, encode_heartbeat
+from dsched.spec import ShellSpec
 from dsched.worker.agent import worker_node
 
 WAIT_S = 10.0  # a bound on every wait, never a measurement
+
+
+def dispatch_spec(
+    task_instance_id: int, *, script: str = "true", owner: str = "127.0.0.1:7002", instance: int = 1
+) -> DispatchSpec:
+    """An attempt as a runner would hand it to the dispatcher (attempt 1, shell ``script``)."""
+    return DispatchSpec(
+        task_instance_id=task_instance_id,
+        attempt=1,
+        workflow_instance_id=instance,
+        workflow_code=4242,
+        workflow_version=1,
+        task_name=f"task-{task_instance_id}",
+        idempotency_key=f"{instance}-task-{task_instance_id}-1",
+        kind=ShellSpec(script=script),
+        params={},
+        timeout=timedelta(0),
+        timeout_strategy=TimeoutStrategy.FAIL,
+        dry_run=False,
+        owner_address=owner,
+        owner_epoch=9,
+        submit_time=datetime.now(UTC),
+    )
 
 
 class Mode(StrEnum):
@@ -76,6 +101,9 @@ class FakeWorker:
     mode: Mode = Mode.ACCEPT
     listening: bool = True  # False: nothing listens at the address (probe says refused)
     attempts: dict[tuple[int, int], FakeAttempt] = field(default_factory=dict)
+    # Kills of attempts it did not have: a dispatch overtaken by a stop never starts (as a real
+    # worker remembers them).
+    killed_unknown: set[tuple[int, int]] = field(default_factory=set)
     registry: EmbeddedRegistry | None = None
     _held: asyncio.Event = field(default_factory=asyncio.Event)
     _event_ids: itertools.count[int] = field(default_factory=itertools.count)
@@ -177,13 +205,18 @@ class FakeWorker:
     async def dispatch(self, specs: Sequence[DispatchSpec]) -> DispatchReply:
         if self.mode is Mode.UNREACHABLE or not self.listening:
             raise WorkerCallError(self.address, "UNAVAILABLE", "fake: no answer")
-        if self.mode is Mode.REFUSE:
+        if self.mode is Mode.REFUSE or any(
+            s.task_instance_id <= 0 or s.attempt <= 0 for s in specs
+        ):
             raise RequestRefused(self.address, "INVALID_ARGUMENT", "fake: refused")
         if self.mode is Mode.FULL:
             return DispatchReply(self.epoch, [DispatchResult(False, reason="full")] * len(specs))
         results = []
         for spec in specs:
             key = (spec.task_instance_id, spec.attempt)
+            if key in self.killed_unknown and key not in self.attempts:
+                results.append(DispatchResult(False, reason="killed before it arrived"))
+                continue
             if key not in self.attempts:
                 self.attempts[key] = FakeAttempt(spec, spec.owner_address, spec.owner_epoch)
             results.append(DispatchResult(True, log_path=f"/fake/{spec.task_instance_id}.log"))
@@ -289,6 +322,8 @@ class FakeWorkers:
     ) -> bool:
         worker, found = self._held(Call("kill", address, (task_instance_id,), reason), attempt)
         if found is None:
+            if (task_instance_id, attempt) not in worker.attempts:
+                worker.killed_unknown.add((task_instance_id, attempt))
             return False
         # A real worker answers first and reports KILLED once the process group is gone.
         task = asyncio.get_running_loop().create_task(worker.report(found, EventType.KILLED))

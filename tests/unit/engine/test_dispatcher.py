@@ -10,21 +10,19 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from dsched.options import TimeoutStrategy
 from dsched.server.clock import SystemClock
 from dsched.server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
 from dsched.server.engine.dispatcher import MAX_BATCH, MAX_BATCH_BYTES, Dispatcher, job_bytes
-from dsched.server.engine.jobs import DispatchJob, DispatchSpec
+from dsched.server.engine.jobs import DispatchJob
 from dsched.server.engine.messages import Dispatched, Waiting
 from dsched.server.engine.workers import WorkerDirectory
 from dsched.server.heartbeat import ServerStatus
-from dsched.spec import ShellSpec
-from tests.fakes.worker import FakeWorker, FakeWorkers, Mode
+from tests.fakes.worker import FakeWorker, FakeWorkers, Mode, dispatch_spec
 
 
 @dataclass
@@ -55,23 +53,7 @@ class Rig:
     def job(
         self, ti_id: int, *, group: str = "default", priority: int = 2, script: str = "true"
     ) -> DispatchJob:
-        spec = DispatchSpec(
-            task_instance_id=ti_id,
-            attempt=1,
-            workflow_instance_id=1,
-            workflow_code=1,
-            workflow_version=1,
-            task_name=f"t{ti_id}",
-            idempotency_key=f"1-t{ti_id}-1",
-            kind=ShellSpec(script=script),
-            params={},
-            timeout=timedelta(0),
-            timeout_strategy=TimeoutStrategy.WARN,
-            dry_run=False,
-            owner_address="127.0.0.1:7002",
-            owner_epoch=1,
-            submit_time=datetime.now(UTC),
-        )
+        spec = dispatch_spec(ti_id, script=script)
         return DispatchJob(
             spec,
             group,
