@@ -69,6 +69,7 @@ class Mode(StrEnum):
     REFUSE = "REFUSE"  # refuses the request itself (INVALID_ARGUMENT)
     UNREACHABLE = "UNREACHABLE"  # no answer: the outcome is unknown to the master
     HOLD = "HOLD"  # accepts, but answers only when the test calls release()
+    LOSE_ANSWER = "LOSE_ANSWER"  # accepts, but the answer is lost: the outcome is unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +164,10 @@ class FakeWorker:
         assert len(found) == 1, f"{task_name}: {len(found)} unfinished attempts on {self.address}"
         return found[0]
 
+    def ended(self, task_name: str) -> list[EventType | None]:
+        """How each attempt of ``task_name`` this worker had ended (None: not yet)."""
+        return [a.ended for a in self.attempts.values() if a.spec.task_name == task_name]
+
     async def running(self, task_name: str) -> Ack:
         return await self.report(self.attempt(task_name), EventType.RUNNING)
 
@@ -223,6 +228,8 @@ class FakeWorker:
         self.workers.changed()
         if self.mode is Mode.HOLD:
             await self._held.wait()
+        if self.mode is Mode.LOSE_ANSWER:
+            raise WorkerCallError(self.address, "DEADLINE_EXCEEDED", "fake: answer lost")
         return DispatchReply(self.epoch, results)
 
     def find(self, task_instance_id: int, attempt: int) -> FakeAttempt | None:

@@ -7,6 +7,7 @@ a (task instance, attempt) pair; :func:`ran_once` checks that each went to exact
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from datetime import timedelta
 
@@ -14,7 +15,7 @@ from dsched.server.core.controls import ControlKind
 from dsched.server.core.records import TaskInstanceRecord
 from dsched.server.engine.messages import Decision, EventType
 from dsched.states import TaskState, WorkflowState
-from tests.fakes.worker import FakeWorkers
+from tests.fakes.worker import FakeWorkers, Mode
 from tests.unit.core.specs import task, workflow
 from tests.unit.engine.conftest import Engine, World
 
@@ -140,6 +141,50 @@ async def test_pause_lets_the_running_task_finish_and_resume_runs_the_rest(
         ("b", 1, TaskState.SUCCEEDED, True),
     ]
     ran_once(engine.workers)
+
+
+async def test_stop_while_the_dispatch_has_not_answered_kills_the_attempt_there(
+    engine: Engine,
+) -> None:
+    slow = await engine.workers.add(mode=Mode.HOLD)
+    instance_id = await engine.start_run(workflow(task("a"), task("b", "a")))
+    await slow.holding(1)  # it has the attempt; its answer is still on the way
+
+    stopping = asyncio.ensure_future(engine.control(instance_id, ControlKind.STOP))
+    await engine.workers.wait_for(lambda: "kill" in [c.method for c in engine.workers.calls])
+    slow.release()
+    await stopping
+    assert (await engine.until(instance_id)).state is WorkflowState.STOPPED
+    assert summary(await engine.attempts(instance_id)) == [("a", 1, TaskState.KILLED, True)]
+    assert slow.ended("a") == [EventType.KILLED]
+    assert len(engine.workers.dispatched()) == 1  # b never went out
+
+
+async def test_a_lost_answer_is_resent_to_the_same_worker_which_runs_it_once(
+    engine: Engine,
+) -> None:
+    first = await engine.workers.add(mode=Mode.LOSE_ANSWER)
+    instance_id = await engine.start_run(workflow(task("a")))
+    await first.holding(1)
+    await engine.workers.add()  # another worker is there, and must not get it
+    await engine.workers.wait_for(lambda: len(engine.workers.dispatched()) >= 2)
+    first.mode = Mode.ACCEPT
+    [attempt] = await engine.tasks_until(instance_id, lambda ts: ts[0].host != "")
+    assert attempt.host == first.address
+    await first.succeed("a")
+    assert (await engine.until(instance_id)).state is WorkflowState.SUCCEEDED
+    ran_once(engine.workers)
+
+
+async def test_a_full_worker_gets_the_attempt_once_it_has_room(engine: Engine) -> None:
+    worker = await engine.workers.add(mode=Mode.FULL)
+    instance_id = await engine.start_run(workflow(task("a")))
+    await engine.workers.wait_for(lambda: len(engine.workers.dispatched()) >= 2)
+    assert worker.attempts == {}
+    worker.mode = Mode.ACCEPT
+    await worker.holding(1)
+    await worker.succeed("a")
+    assert (await engine.until(instance_id)).state is WorkflowState.SUCCEEDED
 
 
 async def test_a_task_whose_group_has_no_worker_says_why_it_waits(engine: Engine) -> None:
