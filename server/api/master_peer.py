@@ -3,15 +3,13 @@ it drives (ARCHITECTURE.md §4). Served with the other cluster-internal services
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from grpc import aio
 
-from dsched.errors import OwnershipLost, Unavailable
 from dsched.server.api.context import MasterContext
 from dsched.server.api.validation import Checks
-from dsched.server.engine.messages import ApplyControls
+from dsched.server.app import controls
 from dsched.v1 import master_peer_service_pb2 as pb
 from dsched.v1 import master_peer_service_pb2_grpc
 
@@ -26,13 +24,5 @@ class MasterPeerServicer(master_peer_service_pb2_grpc.MasterPeerServiceServicer)
         checks = Checks()
         checks.positive_id("instance_id", request.instance_id)
         checks.raise_if_any()
-        runner = self.ctx.runners.get(request.instance_id)
-        if runner is None or runner.done:
-            return pb.ApplyControlsResponse(driven=False)
-        reply: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        runner.post(ApplyControls(reply))
-        try:
-            await reply
-        except (OwnershipLost, Unavailable):  # it stopped (moved, reloading) before getting to it
-            return pb.ApplyControlsResponse(driven=False)
-        return pb.ApplyControlsResponse(driven=True)
+        driven = await controls.apply_recorded(self.ctx, request.instance_id)
+        return pb.ApplyControlsResponse(driven=driven)

@@ -243,16 +243,27 @@ async def _nudge(ctx: AppContext, instance: InstanceRecord, remaining: float) ->
         return False  # being taken over: the adopting master applies them on restore
     runner = ctx.runners.get(instance.id)
     if runner is not None and not runner.done:
-        reply: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        runner.post(ApplyControls(reply))
-        try:
-            await asyncio.wait_for(asyncio.shield(reply), remaining)
-        except (OwnershipLost, Unavailable, TimeoutError):
-            return False
-        return True
+        return await apply_recorded(ctx, instance.id, remaining)
     if instance.epoch == ctx.epoch():
         return False  # ours, being reloaded: its first batch applies them
     target = ctx.owner_cluster_address(instance.host) if instance.host else ""
     if not target:
         return False  # its master is not registered: it is being taken over
     return await ctx.peers.apply_controls(target, instance.id, min(remaining, NUDGE_TIMEOUT_S))
+
+
+async def apply_recorded(ctx: AppContext, instance_id: int, timeout: float | None = None) -> bool:
+    """Has this master's runner of the instance apply the controls recorded for it (another
+    master's nudge, or this master's own); True once it did, False if no runner of this master
+    drives the instance, or it stopped (moved, reloading) before getting to them, or ``timeout``
+    seconds passed."""
+    runner = ctx.runners.get(instance_id)
+    if runner is None or runner.done:
+        return False
+    reply: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    runner.post(ApplyControls(reply))
+    try:
+        await asyncio.wait_for(asyncio.shield(reply), timeout)
+    except (OwnershipLost, Unavailable, TimeoutError):
+        return False
+    return True
