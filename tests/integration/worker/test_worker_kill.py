@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dsched.v1 import log_service_pb2, worker_service_pb2
 from dsched.worker.execution import Ack, AckDecision, TaskEventType
+from dsched.worker.outbox import stored_entries
 
 KILLED, RUNNING, SUCCEEDED = TaskEventType.KILLED, TaskEventType.RUNNING, TaskEventType.SUCCEEDED
 
@@ -165,7 +166,7 @@ async def test_not_owner_redirects_to_the_named_master(harness, gate):
     ]
     assert [r.event.type for r in old.received] == [RUNNING]  # later ones go direct
     assert await worker.reporter.wait_drained(5)
-    assert not any((harness.data_dir / "outbox").iterdir())
+    assert stored_entries(harness.data_dir / "outbox") == []
 
 
 async def test_take_over_of_a_queued_attempt_sends_all_its_events_to_the_new_owner(harness, gate):

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections import Counter
 
 from dsched.worker.execution import Ack, AckDecision, TaskEventType
+from dsched.worker.outbox import stored_entries
 
 RUNNING, SUCCEEDED = TaskEventType.RUNNING, TaskEventType.SUCCEEDED
 
 
 def outbox_files(harness) -> list[str]:
-    return sorted(p.name for p in (harness.data_dir / "outbox").iterdir())
+    """The ids of the events the outbox stores (read from its log, as a restart would)."""
+    return [e.event.event_id for e in stored_entries(harness.data_dir / "outbox")]
 
 
 async def test_broken_stream_resends_everything_unacknowledged(harness):
