@@ -50,10 +50,14 @@ from dsched.server.constants import (
     DEFAULT_MASTER_PORT,
     DEFAULT_WORKER_GROUP,
     DEFAULT_WORKER_PORT,
+    EVENT_RETENTION_DAYS,
     FAILOVER_DELAY_S,
     HEARTBEAT_INTERVAL_S,
+    INSTANCE_RETENTION_DAYS,
     LOG_RETENTION_DAYS,
     REGISTRY_SESSION_TIMEOUT_S,
+    REQUEST_ID_RETENTION_DAYS,
+    RETENTION_INTERVAL_S,
     WORKDIR_KEEP_FAILED_S,
 )
 from dsched.server.heartbeat import Thresholds
@@ -130,6 +134,10 @@ class Settings:
     task_env_allow: str = ""
     workdir_keep_failed: float = WORKDIR_KEEP_FAILED_S
     log_retention_days: float = LOG_RETENTION_DAYS
+    request_id_retention_days: float = REQUEST_ID_RETENTION_DAYS
+    event_retention_days: float = EVENT_RETENTION_DAYS
+    instance_retention_days: float = INSTANCE_RETENTION_DAYS
+    retention_interval: float = RETENTION_INTERVAL_S
 
     def __post_init__(self) -> None:
         if not self.db_url:
@@ -235,6 +243,10 @@ _OPTIONS = (
     _Option("task_env_allow", str),
     _Option("workdir_keep_failed", float),
     _Option("log_retention_days", float),
+    _Option("request_id_retention_days", float),
+    _Option("event_retention_days", float),
+    _Option("instance_retention_days", float),
+    _Option("retention_interval", float),
 )
 _BY_NAME = {o.name: o for o in _OPTIONS}
 

@@ -243,4 +243,8 @@ _CHECKS: dict[str, Callable[[object], object]] = {
     "task_env_allow": _check_env_allow,
     "workdir_keep_failed": _in_range(0, 365 * 86400),
     "log_retention_days": _in_range(0, 36500),
+    "request_id_retention_days": _in_range(0, 36500),
+    "event_retention_days": _in_range(0, 36500),
+    "instance_retention_days": _in_range(0, 36500),
+    "retention_interval": _in_range(1, 86400),
 }

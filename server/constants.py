@@ -38,3 +38,10 @@ KILL_GRACE_S = 5.0
 # last write. Either grows without bound otherwise; 0 days keeps logs for ever.
 WORKDIR_KEEP_FAILED_S = 86400.0
 LOG_RETENTION_DAYS = 30.0
+# Retention on masters: request ids are idempotency keys (a client retries within minutes), so a
+# week is ample; events (the watch history) of instances finished a month ago go; finished
+# instances themselves are users' history and stay unless an operator sets an age.
+REQUEST_ID_RETENTION_DAYS = 7.0
+EVENT_RETENTION_DAYS = 30.0
+INSTANCE_RETENTION_DAYS = 0.0
+RETENTION_INTERVAL_S = 3600.0

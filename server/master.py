@@ -55,15 +55,18 @@ from dsched.server.constants import (
     FAILOVER_DELAY_S,
     HEARTBEAT_INTERVAL_S,
     MASTERS_PATH,
+    RETENTION_INTERVAL_S,
 )
 from dsched.server.coord.registry import ConnectionState, Registry
 from dsched.server.core.backoff import Backoff
 from dsched.server.core.ports import Clock
+from dsched.server.core.retention import HistoryKind
 from dsched.server.engine.commands import CommandConsumer
 from dsched.server.engine.control_sweep import ControlSweep
 from dsched.server.engine.dispatcher import Dispatcher
 from dsched.server.engine.failover import Failover, fail_over_epoch
 from dsched.server.engine.grpc_worker_client import GrpcWorkerClient
+from dsched.server.engine.history import History
 from dsched.server.engine.notifier import Notifier
 from dsched.server.engine.peers import Peers
 from dsched.server.engine.reloads import DEFAULT_SWEEP_INTERVAL_S, Reloads
@@ -134,6 +137,9 @@ class MasterOptions:
     failover_delay: float = FAILOVER_DELAY_S  # for workers whose death is not confirmed
     sweep_interval: float = DEFAULT_SWEEP_INTERVAL_S
     dispatch_timeout: float = 0.0  # seconds; 0: a task waits for a worker as long as it takes
+    # Ages of the history clean-up (server/engine/history.py); none given: nothing is deleted.
+    retention: Mapping[HistoryKind, timedelta] = field(default_factory=dict)
+    retention_interval: float = RETENTION_INTERVAL_S
 
 
 class Master:
@@ -158,6 +164,12 @@ class Master:
         )
         self.dispatcher = Dispatcher(self.workers, self.worker_client)
         self.peers = Peers()
+        self.history = History(
+            self.db,
+            self.clock,
+            ages=options.retention,
+            interval=options.retention_interval,
+        )
         self.address = ""
         self.cluster_address = ""
         self.epoch = 0
@@ -206,6 +218,7 @@ class Master:
             default_group=self.options.default_group,
             ready=_noop,
             peers=self.peers,
+            history=self.history,
         )
         task_events = self._task_events = TaskEventServicer(ctx)
         self._serving = Serving(_client_services(ctx), f"{self.options.host}:{self.options.port}")
@@ -264,6 +277,7 @@ class Master:
         await self.reloads.start()
         await self.consumer.start()
         await self.control_sweep.start()
+        await self.history.start()
         log.info(
             "master %s started (epoch %s); workers report to %s",
             self.address,
@@ -362,6 +376,7 @@ class Master:
             await self.reloads.stop()
         if self.control_sweep is not None:
             await self.control_sweep.stop()
+        await self.history.stop()
 
     @property
     def _node(self) -> str:

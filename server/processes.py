@@ -48,6 +48,7 @@ from sqlalchemy.exc import DBAPIError
 from dsched.errors import InvalidArgument, Unavailable
 from dsched.server.config import Role, Settings, configure_logging, load_settings
 from dsched.server.coord.factory import open_registry
+from dsched.server.core.retention import HistoryKind
 from dsched.server.master import Master, MasterOptions
 from dsched.server.shutdown import DEFAULT_SHUTDOWN_TIMEOUT_S, Shutdown
 from dsched.worker.app import Worker, WorkerOptions
@@ -163,6 +164,16 @@ def reason(exc: BaseException) -> str:
     return text.splitlines()[0]
 
 
+def retention_ages(settings: Settings) -> dict[HistoryKind, timedelta]:
+    """The master's history ages (README "Retention"); 0 days keeps a kind for ever."""
+    days = {
+        HistoryKind.REQUEST_IDS: settings.request_id_retention_days,
+        HistoryKind.EVENTS: settings.event_retention_days,
+        HistoryKind.INSTANCES: settings.instance_retention_days,
+    }
+    return {kind: timedelta(days=d) for kind, d in days.items()}
+
+
 def master_options(settings: Settings) -> MasterOptions:
     """The master part of the shared settings (used by ``master`` and ``standalone``)."""
     return MasterOptions(
@@ -181,6 +192,8 @@ def master_options(settings: Settings) -> MasterOptions:
         failover_delay=settings.failover_delay,
         sweep_interval=settings.instance_sweep_interval,
         dispatch_timeout=settings.dispatch_timeout,
+        retention=retention_ages(settings),
+        retention_interval=settings.retention_interval,
     )
 
 

@@ -11,6 +11,7 @@ from datetime import datetime
 from dsched.server.app.context import AppContext
 from dsched.server.coord.registry import Registry
 from dsched.server.engine.grpc_worker_client import GrpcWorkerClient
+from dsched.server.engine.history import History
 from dsched.server.engine.services import EngineMetrics
 from dsched.server.engine.workers import WorkerDirectory
 
@@ -25,3 +26,4 @@ class MasterContext(AppContext):
     version: str
     default_group: str
     ready: Callable[[], Awaitable[None]]
+    history: History  # the clean-up of old history (CleanUpHistory)

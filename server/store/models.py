@@ -131,6 +131,7 @@ class WorkflowInstance(Base):
         Index("ix_workflow_instances_state", "state"),
         Index("ix_workflow_instances_workflow", "workflow_id", "id"),
         Index("ix_workflow_instances_owner", "host", "epoch"),
+        Index("ix_workflow_instances_end_time", "end_time", "id"),  # retention's walk
         _AUTOINCREMENT,
     )
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
@@ -261,6 +262,7 @@ class RequestLog(Base):
     """Answers to mutating RPCs by request_id, written in the same transaction as the change."""
 
     __tablename__ = "request_log"
+    __table_args__ = (Index("ix_request_log_create_time", "create_time"),)  # retention's walk
     request_id: Mapped[str] = mapped_column(String(128), primary_key=True)
     method: Mapped[str] = mapped_column(String(NAME))
     # LONGBLOB on MariaDB: a plain BLOB stops at 64 KiB and a big workflow's answer is larger.

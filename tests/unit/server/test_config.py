@@ -353,6 +353,8 @@ UNUSED: dict[Role, set[str]] = {
     "worker": {
         *("worker_port", "db_url", "host_selector", "dispatch_timeout", "warmup_seconds"),
         *("cluster_host", "cluster_port", "master_capacity", "instance_sweep_interval"),
+        *("request_id_retention_days", "event_retention_days", "instance_retention_days"),
+        "retention_interval",
     },
 }
 
