@@ -1,10 +1,15 @@
-"""The shell task type: ``bash --noprofile --norc script.sh`` in a fresh working directory, in its
-own process group.
+"""The shell task type: ``bash --noprofile --norc -c <script> script.sh`` in a fresh working
+directory, in its own process group.
 
-The script is written verbatim to
-``<exec_root>/<workflow_instance_id>/<task_instance_id>/script.sh`` and run with that directory as
-its working directory (removed after the attempt: :mod:`dsched.worker.workdirs`). Parameters are
-never spliced into the script text: they reach it as
+The script reaches bash verbatim as the argument of ``-c``, with ``script.sh`` as its ``$0`` (the
+name bash's own messages give it: ``script.sh: line 3: ...``), and runs with
+``<exec_root>/<workflow_instance_id>/<task_instance_id>`` as its working directory (removed after
+the attempt: :mod:`dsched.worker.workdirs`). No script file per attempt: creating one was a file
+system round trip per task on the worker's hot path. A script too large for one argument
+(:data:`INLINE_MAX` bytes; Linux allows 128 KiB, shared with the environment's quarter of the
+stack) or holding a NUL byte is written to ``script.sh`` in the working directory and run from
+there as before. Stdin is ``/dev/null`` either way. Parameters are never spliced into the script
+text: they reach it as
 environment variables (:mod:`dsched.worker.tasks.environment`: an allow-list of the worker's
 variables, the parameters, dsched's identities), and ``${name}`` expands with bash's own quoting
 rules. ``--noprofile --norc`` keep start-up files out (a non-interactive bash reads none today; the
@@ -35,6 +40,8 @@ from dsched.worker.tasks.out_params import OutParamParser
 from dsched.worker.workdirs import work_dir
 
 SCRIPT_NAME = "script.sh"
+# Scripts up to this size (UTF-8 bytes) go to bash as an argument, larger ones through a file.
+INLINE_MAX = 64 * 1024
 
 
 class ShellRun:
@@ -74,16 +81,22 @@ class ShellTaskType:
         self._bash = bash
         self._env_allow = tuple(env_allow)
 
-    def argv(self) -> list[str]:
+    def argv(self, script: str) -> list[str]:
+        """bash's arguments for ``script``: inline with ``-c`` if it fits (see the module),
+        else the name of the script file."""
+        if _inline(script):
+            return [self._bash, "--noprofile", "--norc", "-c", script, SCRIPT_NAME]
         return [self._bash, "--noprofile", "--norc", SCRIPT_NAME]
 
     async def start(self, execution: TaskExecution, output: OutputSink) -> RunningTask:
         if not isinstance(execution.kind, ShellSpec):
             raise SpawnError(f"not a shell task: {type(execution.kind).__name__}")
+        script = execution.kind.script
         cwd = work_dir(self._exec_root, execution)
         try:
             cwd.mkdir(parents=True, exist_ok=True)
-            (cwd / SCRIPT_NAME).write_text(execution.kind.script, encoding="utf-8")
+            if not _inline(script):
+                (cwd / SCRIPT_NAME).write_text(script, encoding="utf-8")
         except OSError as exc:
             raise SpawnError(f"cannot write the script to {cwd}: {exc}") from exc
         env, notes = environment.task_environment(self._base_env, execution, self._env_allow)
@@ -96,7 +109,9 @@ class ShellTaskType:
             parser.feed(data)
 
         try:
-            group = await ProcessGroup.spawn(self.argv(), cwd=cwd, env=env, on_output=on_output)
+            group = await ProcessGroup.spawn(
+                self.argv(script), cwd=cwd, env=env, on_output=on_output
+            )
         except OSError as exc:
             if exc.errno == errno.E2BIG:
                 raise SpawnError(
@@ -108,3 +123,10 @@ class ShellTaskType:
         except ValueError as exc:  # e.g. a NUL byte in a variable (refused before it gets here)
             raise SpawnError(f"cannot start {self._bash}: invalid environment: {exc}") from exc
         return ShellRun(group, parser)
+
+
+def _inline(script: str) -> bool:
+    # Characters count at least one byte each: most scripts are decided without encoding them.
+    if "\0" in script or len(script) > INLINE_MAX:
+        return False
+    return len(script) * 4 <= INLINE_MAX or len(script.encode("utf-8")) <= INLINE_MAX

@@ -71,7 +71,9 @@ async def test_bash_starts_without_profile_or_rc_files(harness):
 
     assert done.type is SUCCEEDED
     lines = Path(response.log_path).read_text().splitlines()
-    assert any(line.endswith("bash --noprofile --norc script.sh ") for line in lines), lines
+    # The script is bash's -c argument (see test_worker_tasks), then $0.
+    assert any(" --noprofile --norc -c " in line for line in lines), lines
+    assert any(line.endswith(" script.sh ") for line in lines), lines
 
 
 async def test_reserved_parameters_of_a_stored_definition_are_left_out_with_a_note(

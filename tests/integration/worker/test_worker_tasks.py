@@ -14,6 +14,7 @@ from grpc import aio
 from dsched.options import TimeoutStrategy
 from dsched.v1 import enums_pb2
 from dsched.worker.execution import TaskEventType
+from dsched.worker.tasks.shell import INLINE_MAX
 
 RUNNING, SUCCEEDED, FAILED = TaskEventType.RUNNING, TaskEventType.SUCCEEDED, TaskEventType.FAILED
 
@@ -100,6 +101,36 @@ async def test_dry_run_succeeds_without_running(harness):
     assert harness.master.types_of(execution.task_instance_id) == [RUNNING, SUCCEEDED]
     assert not marker.exists()
     assert "dry run" in Path(response.log_path).read_text()
+
+
+@pytest.mark.parametrize("padding", [0, INLINE_MAX], ids=["inline", "through a file"])
+async def test_the_script_is_script_sh_to_bash_whether_inline_or_a_file(harness, padding):
+    # A script up to INLINE_MAX bytes reaches bash as an argument, a larger one as a file: the
+    # script sees the same $0, stdin, working directory and error messages either way.
+    worker = await harness.worker()
+    script = "\n".join(
+        [
+            f": {'x' * padding}",
+            'echo "zero=$0"',
+            'echo "dir=$(pwd)"',
+            'echo "stdin=$(readlink /proc/self/fd/0)"',
+            "echo \"files=$(ls -A | tr '\\n' ' ')\"",
+            "no_such_command_here",
+            "exit 3",
+        ]
+    )
+    execution = harness.execution(script)
+    response = await harness.dispatch(worker, execution)
+    done = await harness.master.wait_terminal(execution.task_instance_id)
+
+    assert done.type is FAILED and done.exit_code == 3
+    text = Path(response.log_path).read_text()
+    cwd = harness.data_dir / "exec" / str(execution.workflow_instance_id)
+    assert "zero=script.sh\n" in text
+    assert f"dir={cwd / str(execution.task_instance_id)}\n" in text
+    assert "stdin=/dev/null\n" in text
+    assert f"files={'script.sh ' if padding else ''}\n" in text
+    assert "script.sh: line 6: no_such_command_here: command not found" in text
 
 
 async def test_spawn_failure_is_failed_with_a_message(harness):
