@@ -9,7 +9,6 @@ received resets the attempts: only consecutive failures count. Other errors are 
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Protocol, TypeVar
 
 import grpc
 
+from dsched.backoff import Backoff
 from dsched.errors import Unavailable
 from dsched.status import error_from_rpc, status_code
 
@@ -25,7 +25,7 @@ R_co = TypeVar("R_co", covariant=True)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Reconnect:
+class Reconnect(Backoff):
     """How a broken stream is reopened: ``attempts`` tries, delays growing from ``initial``.
 
     Delays are ``initial * multiplier**n`` capped at ``maximum``, each spread by ``±jitter`` so
@@ -34,17 +34,6 @@ class Reconnect:
 
     attempts: int = 8
     initial: float = 0.2
-    maximum: float = 5.0
-    multiplier: float = 2.0
-    jitter: float = 0.2
-
-    def delays(self, rng: random.Random | None = None) -> Iterator[float]:
-        """Yields the successive delays in seconds, ``attempts`` of them."""
-        pick = rng or random.Random()
-        base = self.initial
-        for _ in range(self.attempts):
-            yield base * (1 + self.jitter * (2 * pick.random() - 1))
-            base = min(base * self.multiplier, self.maximum)
 
 
 class StreamCall(Protocol[R_co]):

@@ -1,4 +1,5 @@
-"""Backoff: exponential growth, cap, jitter bounds, deadline and attempt limits (seeded RNG)."""
+"""Backoff: exponential growth, cap, jitter bounds, deadline and attempt limits (seeded RNG); the
+SDK's Reconnect is one."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import random
 
 import pytest
 
-from dsched.server.core.backoff import Backoff
+from dsched.backoff import Backoff
+from dsched.streams import Reconnect
 
 
 def delays(backoff: Backoff, seed: int = 0, limit: int = 10_000) -> list[float]:
@@ -117,3 +119,10 @@ def test_a_backoff_is_a_reusable_value() -> None:
     assert delays(b, 1) == delays(b, 1)  # iterating does not consume the object
     with pytest.raises(AttributeError):
         b.initial = 1.0  # type: ignore[misc]
+
+
+def test_the_sdk_reconnects_with_the_same_backoff() -> None:
+    # The SDK's Reconnect is a Backoff with its own defaults: eight tries from 0.2 s.
+    reconnect = Reconnect(jitter=0)
+    assert isinstance(reconnect, Backoff)
+    assert delays(reconnect) == pytest.approx([0.2, 0.4, 0.8, 1.6, 3.2, 5.0, 5.0, 5.0])
