@@ -54,11 +54,15 @@ class TaskLog:
     ``size`` counts the bytes in the file; ``finished`` turns true after the last byte is written.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, fd: int | None = None, size: int | None = None) -> None:
+        """``fd``: the file already open for appending (the log owns it from here); ``size``:
+        the file's size, if known (else it is looked up)."""
         self.path = path
         self.dropped_bytes = 0
-        self._file: int | None = None
-        self._size = path.stat().st_size if path.exists() else 0
+        self._file: int | None = fd
+        if size is None:
+            size = path.stat().st_size if path.exists() else 0
+        self._size = size
         self._finished = False
         self._line_open = False  # the last byte written was not a newline
         self._changed = asyncio.Event()
@@ -148,15 +152,36 @@ class LogStore:
     def path_for(self, execution: TaskExecution) -> Path:
         return log_path(self.root, execution)
 
-    def create(self, execution: TaskExecution, header: list[str]) -> TaskLog:
+    def create(
+        self, execution: TaskExecution, header: list[str], *, keep_open: bool = False
+    ) -> TaskLog:
         """Creates (or reopens) the attempt's file with ``header`` lines, links it into the index
-        and registers it as live. Raises OSError if the file or the link cannot be made."""
+        and registers it as live. ``keep_open``: the attempt starts now, so the descriptor that
+        wrote the header stays open for its output (a queued attempt holds none until it
+        starts). Raises OSError if the file or the link cannot be made.
+
+        The hot path of a fan-out: the usual case is one ``open``, one ``write`` and one
+        ``symlink``; directories are made only when that fails for want of them."""
         path = self.path_for(execution)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("ab") as f:
-            f.write("".join(f"{NOTE_PREFIX}{line}\n" for line in header).encode())
-        self._link(execution.task_instance_id, path)
-        task_log = TaskLog(path)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+        try:
+            fd = os.open(path, flags, 0o644)
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, flags, 0o644)
+        try:
+            data = "".join(f"{NOTE_PREFIX}{line}\n" for line in header).encode()
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            size = os.lseek(fd, 0, os.SEEK_END)
+            self._link(execution.task_instance_id, path)
+        except BaseException:
+            os.close(fd)
+            raise
+        if not keep_open:
+            os.close(fd)
+        task_log = TaskLog(path, fd=fd if keep_open else None, size=size)
         self._live[execution.task_instance_id] = task_log
         return task_log
 
@@ -195,12 +220,23 @@ class LogStore:
         return real
 
     def _link(self, task_instance_id: int, path: Path) -> None:
-        # A relative link keeps the index valid if the data directory moves; write-then-rename keeps
-        # readers from ever seeing a half-made link.
-        self.index.mkdir(parents=True, exist_ok=True)
+        # A relative link keeps the index valid if the data directory moves. A new link is made
+        # in place (a symlink appears whole); one that exists (the attempt's log made again) is
+        # replaced by write-then-rename, so readers never see it missing or half-made.
         link = self.index / f"{task_instance_id}.log"
+        target = os.path.relpath(path, self.index)
+        try:
+            os.symlink(target, link)
+            return
+        except FileNotFoundError:
+            self.index.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileExistsError):
+                os.symlink(target, link)
+                return
+        except FileExistsError:
+            pass
         tmp = self.index / f".{task_instance_id}.log.{os.getpid()}.tmp"
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
-        tmp.symlink_to(os.path.relpath(path, self.index))
+        tmp.symlink_to(target)
         tmp.replace(link)

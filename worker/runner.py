@@ -160,7 +160,8 @@ class Runner:
             f"accepted by worker {self._identity()} at {self._clock().isoformat()}",
         ]
         try:
-            task_log = self._logs.create(execution, header)
+            # An attempt that starts at once keeps the descriptor that wrote its header.
+            task_log = self._logs.create(execution, header, keep_open=not self.full)
         except OSError as exc:
             log.error("cannot create the log of %s: %s", key, exc)
             return Dispatch(

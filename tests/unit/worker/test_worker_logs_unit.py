@@ -38,6 +38,34 @@ def test_create_writes_the_header_and_links_the_index(tmp_path, make_execution) 
     assert store.resolve(12) is None
 
 
+def test_create_kept_open_appends_and_again_continues_the_same_file(
+    tmp_path, make_execution
+) -> None:
+    store = LogStore(tmp_path)
+    execution = make_execution()
+    task_log = store.create(execution, ["first"], keep_open=True)
+    task_log.append(b"out\n")
+    task_log.finish()
+    store.release(11)
+    path = task_log.path
+    # Its directories went (log expiry) and came back; the index link is made again in place.
+    os.unlink(store.index / "11.log")
+    os.rename(path, tmp_path / "kept.log")
+    path.parent.rmdir()
+
+    again = store.create(execution, ["second"], keep_open=True)
+    assert again.path == path and again.size == len("[dsched] second\n")
+    (tmp_path / "kept.log").rename(tmp_path / "other.log")
+    again.append(b"more\n")
+    again.finish()
+    third = store.create(execution, ["third"])  # over an existing file and link: appended
+    assert third.size == path.stat().st_size
+    assert path.read_text() == "[dsched] second\nmore\n[dsched] third\n"
+    assert store.resolve(11) == path
+    assert sorted(p.name for p in store.index.iterdir()) == ["11.log"]
+    assert (tmp_path / "other.log").read_text() == "[dsched] first\nout\n"
+
+
 def test_resolve_refuses_links_leaving_the_log_root(tmp_path) -> None:
     store = LogStore(tmp_path)
     store.index.mkdir(parents=True)
