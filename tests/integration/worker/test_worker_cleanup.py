@@ -58,6 +58,20 @@ async def test_success_removes_the_working_directory(harness):
     assert str(workdir(harness, execution)) in worker.logs.path_for(execution).read_text()
 
 
+async def test_an_empty_working_directory_is_removed_without_the_trash(harness):
+    worker = await harness.worker()
+    executions = [harness.execution("true") for _ in range(3)]
+    for execution in executions:
+        await harness.dispatch(worker, execution)
+    for execution in executions:
+        assert (await harness.master.wait_terminal(execution.task_instance_id)).type is SUCCEEDED
+
+    for execution in executions:
+        assert await gone(workdir(harness, execution))
+        assert await gone(workdir(harness, execution).parent)
+    assert not (harness.data_dir / "exec" / ".trash").exists()  # never needed
+
+
 async def test_failure_keeps_the_directory_for_the_configured_time(harness):
     worker = await harness.worker(workdir_keep_failed=KEEP_S)
     ok = harness.execution("echo fine")
