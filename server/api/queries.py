@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import asdict
 from typing import Any
@@ -10,15 +9,14 @@ from typing import Any
 from grpc import aio
 
 from dsched.convert import SERVER_ROLE, SERVER_STATUS, WORKFLOW_STATE
-from dsched.errors import DschedError, NotFound, Unavailable
+from dsched.errors import DschedError
 from dsched.server.api import convert
 from dsched.server.api.context import MasterContext
 from dsched.server.api.pages import collect, sync
 from dsched.server.api.validation import Checks
-from dsched.server.constants import MASTERS_PATH, PROGRESS_FRAME_INTERVAL_S
-from dsched.server.core.records import EventRecord
+from dsched.server.app import watches
+from dsched.server.constants import MASTERS_PATH
 from dsched.server.heartbeat import HeartbeatInfo, decode_heartbeat
-from dsched.server.store import events as event_log
 from dsched.server.store import instances as instance_repo
 from dsched.server.store import paging
 from dsched.server.store import task_instances as ti_repo
@@ -27,8 +25,6 @@ from dsched.v1 import enums_pb2, resources_pb2
 from dsched.v1 import master_service_pb2 as pb
 
 Ctx = aio.ServicerContext[Any, Any]
-WATCH_BATCH = 500
-WATCH_DEBOUNCE_S = 0.02
 
 
 def heartbeat(info: HeartbeatInfo) -> resources_pb2.Heartbeat:
@@ -115,78 +111,14 @@ class QueriesApi:
         if request.after_sequence < 0:
             checks.add("after_sequence", "must not be negative")
         checks.raise_if_any()
-        cursor = request.after_sequence
-        sent = False
-        state: WorkflowState | None = None
-        while True:
-            # Take the wake-up signal before reading, so a change committed after the read still
-            # wakes us (see Notifier).
-            signal = self.ctx.notifier.signal(request.id)
-            try:
-                batch, state = await self._watch_read(request.id, cursor)
-            except Unavailable:
-                # The metadata database is away: the stream stays open (progress frames with the
-                # last state) and reads again when the instance's next commit wakes it, or after
-                # an interval. A commit needs the database, so that is when it is back.
-                fired = await self.ctx.notifier.wait(signal, PROGRESS_FRAME_INTERVAL_S)
-                if self.ctx.notifier.closed:
-                    return
-                if not fired and state is not None:
-                    yield pb.WatchWorkflowInstanceResponse(
-                        cursor=cursor, state=WORKFLOW_STATE.number(state)
-                    )
-                continue
-            if batch:
-                cursor = batch[-1].sequence
-                sent = True
-                yield pb.WatchWorkflowInstanceResponse(
-                    events=convert.events(batch), cursor=cursor, state=WORKFLOW_STATE.number(state)
-                )
-                if len(batch) == WATCH_BATCH:
-                    continue
-            if state.terminal and not sent:
-                # Resumed at (or past) the end of a finished instance: no events are left, but
-                # the caller still learns the final state at once instead of an empty stream.
-                sent = True
-                yield pb.WatchWorkflowInstanceResponse(
-                    cursor=cursor, state=WORKFLOW_STATE.number(state)
-                )
-            if state.terminal and not request.keep_open:
-                # The terminal state and its events commit together, so nothing more is coming.
-                return
-            fired = await self.ctx.notifier.wait(signal, PROGRESS_FRAME_INTERVAL_S)
-            if self.ctx.notifier.closed:
-                return  # the server is stopping; the client resumes from its cursor elsewhere
-            if fired:
-                # Debounce: a busy instance commits hundreds of times a second; reading once per
-                # window sends the same events in fewer, larger frames and keeps watchers cheap.
-                await asyncio.sleep(WATCH_DEBOUNCE_S)
-            else:
-                yield pb.WatchWorkflowInstanceResponse(
-                    cursor=cursor, state=WORKFLOW_STATE.number(state)
-                )
-
-    async def _watch_read(
-        self, instance_id: int, cursor: int
-    ) -> tuple[list[EventRecord], WorkflowState]:
-        """The events after ``cursor`` (up to a batch) and the instance's state."""
-        async with self.ctx.db.read() as conn:
-            # Events first, then the state: a frame's state is never older than its events
-            # (another master may commit between the two reads; on PostgreSQL and MariaDB each
-            # statement sees what is committed when it starts).
-            batch = await event_log.after(conn, instance_id, cursor, WATCH_BATCH)
-            state = await instance_repo.current_state(conn, instance_id)
-            if state is None:
-                raise NotFound(
-                    f"workflow instance {instance_id} not found",
-                    metadata={"instance": str(instance_id)},
-                )
-            if state.terminal and len(batch) < WATCH_BATCH:
-                # The terminal state commits with its events: fetch any that landed between
-                # the two reads, so the stream does not end without them.
-                start = batch[-1].sequence if batch else cursor
-                batch += await event_log.after(conn, instance_id, start, WATCH_BATCH - len(batch))
-        return batch, state
+        async for frame in watches.watch(
+            self.ctx, request.id, request.after_sequence, keep_open=request.keep_open
+        ):
+            yield pb.WatchWorkflowInstanceResponse(
+                events=convert.events(frame.events),
+                cursor=frame.cursor,
+                state=WORKFLOW_STATE.number(frame.state),
+            )
 
     async def GetTaskInstance(self, request: pb.GetTaskInstanceRequest, ctx: Ctx) -> Any:
         checks = Checks()

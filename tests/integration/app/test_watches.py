@@ -1,0 +1,60 @@
+"""Watching an instance through the application layer: frames of events and state, resumable,
+ended by the terminal state."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from dsched.errors import NotFound
+from dsched.server.app import controls, watches
+from dsched.server.app.context import AppContext
+from dsched.states import TaskState, WorkflowState
+
+from .conftest import make_workflow, ran, started
+
+W = WorkflowState
+WAIT_S = 10.0  # a bound on every wait, never a measurement
+
+
+async def test_a_finished_instance_streams_its_events_then_ends(app: AppContext) -> None:
+    await make_workflow(app)
+    instance, _ = await ran(app, W.FAILED, {"extract": TaskState.FAILED})
+
+    frames = [f async for f in watches.watch(app, instance.id)]
+
+    (frame,) = frames
+    assert [(e.workflow_state, e.message) for e in frame.events] == [
+        (W.SUBMITTED, "submitted"),
+        (W.FAILED, "end"),
+    ]
+    assert frame.cursor == frame.events[-1].sequence
+    assert frame.state is W.FAILED
+
+    # Resumed from there: nothing is left, but the final state arrives at once.
+    (tail,) = [f async for f in watches.watch(app, instance.id, frame.cursor)]
+    assert (tail.events, tail.cursor, tail.state) == ((), frame.cursor, W.FAILED)
+
+
+async def test_a_live_instance_streams_what_commits_until_it_ends(app: AppContext) -> None:
+    await make_workflow(app)
+    instance = await started(app)
+    stream = watches.watch(app, instance.id, idle=0.01)
+    async with asyncio.timeout(WAIT_S):
+        first = await anext(stream)
+        assert [e.message for e in first.events] == ["submitted"]
+        progress = await anext(stream)  # nothing happened: the watch says it is alive
+        assert (progress.events, progress.cursor, progress.state) == ((), first.cursor, W.SUBMITTED)
+
+        await controls.stop(app, instance.id, "stop-1")
+
+        rest = [f async for f in stream]
+    events = [e for f in rest for e in f.events]
+    assert [e.workflow_state for e in events] == [W.STOPPED]
+    assert rest[-1].state is W.STOPPED
+
+
+async def test_an_unknown_instance_is_not_found(app: AppContext) -> None:
+    with pytest.raises(NotFound):
+        await anext(watches.watch(app, 404))
