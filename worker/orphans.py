@@ -6,9 +6,12 @@ masters have re-dispatched those attempts elsewhere: the leftovers are orphans w
 accepts, and which may still write to the outside world. Before it registers again, the worker
 kills every process group recorded by an earlier incarnation.
 
-One file per running group, ``<dir>/<pgid>``, holding the leader's start time as the kernel reports
-it (:func:`psutil.Process.create_time`): a pid reused by an unrelated process since then has another
-start time and is left alone.
+Each running group is a record in an append-only log (:mod:`dsched.worker.record_log`),
+``<dir>/groups.log``: ``R <u32 pgid><f64 start time>`` when its leader started, ``F <u32 pgid>``
+when the group is gone, so a task costs two small writes and no file of its own. The start time is
+the leader's as the kernel reports it (:func:`psutil.Process.create_time`): a pid reused by an
+unrelated process since then has another start time and is left alone. Files ``<dir>/<pgid>``
+holding the start time, the format of earlier versions, are read as well.
 """
 
 from __future__ import annotations
@@ -17,11 +20,20 @@ import contextlib
 import logging
 import os
 import signal
+import struct
 from pathlib import Path
 
 import psutil
 
+from dsched.worker.record_log import RecordLog, frame, read_records
+
 log = logging.getLogger(__name__)
+
+LOG_NAME = "groups.log"
+COMPACT_BYTES = 64 * 2**10  # rewrite the log with the live groups alone past this size
+_STARTED, _GONE = b"R", b"F"
+_PGID = struct.Struct("<I")
+_GROUP = struct.Struct("<Id")  # pgid, the leader's start time
 
 
 class ProcessRecords:
@@ -29,6 +41,8 @@ class ProcessRecords:
 
     def __init__(self, directory: Path) -> None:
         self._dir = directory
+        self._log = RecordLog(directory / LOG_NAME, compact_bytes=COMPACT_BYTES)
+        self._live: dict[int, bytes] = {}  # pgid -> its R record
 
     def record(self, pgid: int) -> None:
         """Remembers a process group whose leader was just started."""
@@ -36,16 +50,26 @@ class ProcessRecords:
             started = psutil.Process(pgid).create_time()
         except psutil.Error:
             return  # already gone: nothing can be orphaned
+        entry = frame(_STARTED + _GROUP.pack(pgid, started))
         try:
-            self._dir.mkdir(parents=True, exist_ok=True)
-            (self._dir / str(pgid)).write_text(repr(started))
+            try:
+                self._log.append(entry)
+            except FileNotFoundError:
+                self._dir.mkdir(parents=True, exist_ok=True)
+                self._log.append(entry)
         except OSError as exc:  # a full disk must not fail the task; the orphan risk is logged
             log.warning("cannot record process group %d: %s", pgid, exc)
+            return
+        self._live[pgid] = entry
 
     def forget(self, pgid: int) -> None:
         """The group is gone (its task ended and the rest of the group was killed)."""
+        if self._live.pop(pgid, None) is None:
+            return
         with contextlib.suppress(OSError):
-            (self._dir / str(pgid)).unlink()
+            self._log.append(frame(_GONE + _PGID.pack(pgid)))
+            if self._log.wants_compaction(sum(map(len, self._live.values()))):
+                self._log.replace(list(self._live.values()))
 
     def kill_leftovers(self) -> list[int]:
         """At start: SIGKILLs every group an earlier incarnation recorded (see
@@ -61,20 +85,38 @@ class ProcessRecords:
         killed: list[int] = []
         if not self._dir.is_dir():
             return killed
-        for entry in self._dir.iterdir():
-            try:
-                pgid, started = int(entry.name), float(entry.read_text())
-            except (OSError, ValueError):
-                with contextlib.suppress(OSError):
-                    entry.unlink()
-                continue
+        for pgid, started in recorded(self._dir).items():
             if _same_process(pgid, started) or _headless_group(pgid):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pgid, signal.SIGKILL)
                     killed.append(pgid)
-            with contextlib.suppress(OSError):
-                entry.unlink()
+        self._log.close()
+        self._live.clear()
+        for entry in self._dir.iterdir():
+            if entry.name == LOG_NAME or entry.name.isdigit():
+                with contextlib.suppress(OSError):
+                    entry.unlink()
         return killed
+
+
+def recorded(directory: Path) -> dict[int, float]:
+    """The groups recorded in ``directory`` and not forgotten: pgid -> the leader's start time.
+    Reading stops at a record cut short (the worker died while writing it, as it would have died
+    before writing a file of the earlier format); a malformed record is skipped."""
+    groups: dict[int, float] = {}
+    payloads, _ = read_records(directory / LOG_NAME)
+    for payload in payloads:
+        with contextlib.suppress(struct.error):
+            if payload[:1] == _STARTED:
+                pgid, started = _GROUP.unpack_from(payload, 1)
+                groups[pgid] = started
+            elif payload[:1] == _GONE:
+                groups.pop(_PGID.unpack_from(payload, 1)[0], None)
+    for entry in directory.iterdir():  # the file-per-group format of earlier versions
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, ValueError):
+                groups[int(entry.name)] = float(entry.read_text())
+    return groups
 
 
 def _same_process(pid: int, started: float) -> bool:

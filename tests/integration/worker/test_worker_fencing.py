@@ -9,10 +9,13 @@ import subprocess
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import pytest
+
 from dsched.server.coord.registry import ConnectionState
 from dsched.v1 import registry_pb2
+from dsched.worker import orphans
 from dsched.worker.execution import TaskEventType
-from dsched.worker.orphans import ProcessRecords
+from dsched.worker.orphans import ProcessRecords, recorded
 from tests import lifeline
 from tests.integration.worker.conftest import Harness
 
@@ -123,4 +126,22 @@ async def test_finished_tasks_leave_no_records(harness: Harness) -> None:
     await harness.dispatch(worker, execution)
     await harness.master.wait_terminal(execution.task_instance_id)
     pgids = harness.data_dir / "pgids"
-    assert not pgids.exists() or list(pgids.iterdir()) == []
+    assert not pgids.exists() or recorded(pgids) == {}
+
+
+async def test_the_records_of_many_tasks_stay_one_small_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(orphans, "COMPACT_BYTES", 500)
+    directory = tmp_path / "pgids"
+    records = ProcessRecords(directory)
+    records.record(os.getpid())  # a long task: live throughout
+    for _ in range(200):
+        records.record(os.getppid())
+        records.forget(os.getppid())
+        assert (directory / orphans.LOG_NAME).stat().st_size < 600
+
+    assert list(recorded(directory)) == [os.getpid()]
+    assert [p.name for p in directory.iterdir()] == [orphans.LOG_NAME]
+    records.forget(os.getpid())
+    assert recorded(directory) == {}
