@@ -11,7 +11,10 @@ warms it up with a short chain, then samples the server process and its subproce
 
 Task processes (``bash``) are not Python and are not sampled; idle threads are not counted.
 
-Usage: ``python -m tests.bench.profile [--fanout N] [--slots N] [--out PREFIX] [--rate HZ]``
+With ``--singles N`` it profiles N one-task runs started one after another instead.
+
+Usage: ``python -m tests.bench.profile [--fanout N | --singles N] [--slots N] [--out PREFIX]
+[--rate HZ]``
 from the repository root.
 """
 
@@ -27,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from dsched import Client
-from tests.bench.common import default_slots, run_chain, run_fanout
+from tests.bench.common import default_slots, run_chain, run_fanout, run_singles
 from tests.bench.standalone_bench import standalone
 
 # (area, substrings of a frame "function (file:line)"); the first area found walking a stack
@@ -113,6 +116,9 @@ def summarize(stacks: list[tuple[list[str], int]], top: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fanout", type=int, default=1000)
+    parser.add_argument(
+        "--singles", type=int, default=0, help="profile N one-task runs instead of the fan-out"
+    )
     parser.add_argument("--slots", type=int, default=default_slots())
     parser.add_argument("--out", default="profile", help="output prefix (.svg, .txt)")
     parser.add_argument("--rate", type=int, default=200, help="samples per second")
@@ -124,11 +130,16 @@ def main() -> int:
         run_chain(client, 20)  # warm-up, not profiled
         spies = [record(pid, svg, "flamegraph", args.rate), record(pid, raw, "raw", args.rate)]
         try:
-            fanout = run_fanout(client, args.fanout, [pid])
+            if args.singles:
+                singles = run_singles(client, args.singles, [pid])
+                what = f"{args.singles} one-task runs: {singles.runs_per_second:.0f} runs/s"
+            else:
+                fanout = run_fanout(client, args.fanout, [pid])
+                what = f"fan-out of {args.fanout}: {fanout.throughput:.0f} tasks/s"
         finally:
             for spy in spies:
                 stop(spy)
-    print(f"fan-out of {args.fanout}: {fanout.throughput:.0f} tasks/s; flame graph {svg}")
+    print(f"{what}; flame graph {svg}")
     summarize(parse(raw.read_text().splitlines()), args.top)
     return 0
 
