@@ -12,19 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import StrEnum
 
+from dsched.options import HistoryKind
 from dsched.states import WorkflowState
 
+__all__ = ["FINISHED", "HistoryKind", "Tally", "cutoffs"]
+
 FINISHED = frozenset({WorkflowState.SUCCEEDED, WorkflowState.FAILED, WorkflowState.STOPPED})
-
-
-class HistoryKind(StrEnum):
-    """What a clean-up deletes, in the order it deletes them (events before their instances)."""
-
-    REQUEST_IDS = "request_ids"
-    EVENTS = "events"
-    INSTANCES = "instances"
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterable
+from datetime import timedelta
 from typing import Self
 
 import grpc
@@ -29,8 +31,10 @@ import grpc
 from dsched import coerce, convert
 from dsched.definitions import DefinitionCalls
 from dsched.instances import InstanceCalls
-from dsched.results import ClusterMember, ServerInfo, ServerRole
+from dsched.options import HistoryKind
+from dsched.results import ClusterMember, HistoryTally, ServerInfo, ServerRole
 from dsched.rpc import CHANNEL_OPTIONS
+from dsched.rpc import request_id as request_id_or_new
 from dsched.streams import Reconnect
 from dsched.v1 import master_service_pb2
 
@@ -90,6 +94,29 @@ class Client(DefinitionCalls, InstanceCalls):
             req.role = convert.SERVER_ROLE.number(member)
         resp = self._call(self._master.ListClusterMembers, req)
         return [convert.member_from_proto(m) for m in resp.members]
+
+    def clean_up_history(
+        self,
+        older_than: timedelta | float,
+        kinds: Iterable[HistoryKind | str],
+        *,
+        dry_run: bool = False,
+        request_id: str | None = None,
+    ) -> list[HistoryTally]:
+        """Deletes history older than ``older_than`` (a timedelta or seconds; README
+        "Retention"): ``kinds`` of
+        :class:`~dsched.options.HistoryKind` (or their names). Never anything of an unfinished
+        instance. ``dry_run`` deletes nothing and returns what would go. Deleting a large history
+        takes a while: pass a ``timeout`` to :meth:`connect` that allows for it."""
+        wanted = [coerce.enum_value(HistoryKind, k, "kinds") for k in kinds]
+        req = master_service_pb2.CleanUpHistoryRequest(
+            kinds=[convert.HISTORY_KIND.number(k) for k in wanted],
+            dry_run=dry_run,
+            request_id=request_id_or_new(request_id),
+        )
+        req.older_than.FromTimedelta(coerce.duration(older_than, "older_than"))
+        resp = self._call(self._master.CleanUpHistory, req)
+        return [convert.history_tally_from_proto(t) for t in resp.tallies]
 
     def server_info(self) -> ServerInfo:
         """Describes the server answering the call (version, role, address, start time)."""

@@ -30,6 +30,7 @@ from dsched.errors import FieldViolation, Internal
 from dsched.options import (
     CommandType,
     FailureStrategy,
+    HistoryKind,
     Priority,
     ReleaseState,
     TaskDependType,
@@ -37,6 +38,7 @@ from dsched.options import (
 )
 from dsched.results import (
     ClusterMember,
+    HistoryTally,
     InstanceEvent,
     LogChunk,
     Project,
@@ -95,6 +97,7 @@ SERVER_STATUS = EnumMap(ServerStatus, enums_pb2.ServerStatus, "SERVER_STATUS_")
 INSTANCE_EVENT_KIND = EnumMap(
     InstanceEventKind, enums_pb2.InstanceEventKind, "INSTANCE_EVENT_KIND_"
 )
+HISTORY_KIND = EnumMap(HistoryKind, enums_pb2.HistoryKind, "HISTORY_KIND_")
 _EnumMap = EnumMap  # the name server/api/validation.py imports; drop once it uses EnumMap
 
 
@@ -389,6 +392,22 @@ def member_from_proto(msg: resources_pb2.ClusterMember) -> ClusterMember:
         report_time=_time(beat, "report_time"),
         weight=msg.weight,
         cluster_address=msg.cluster_address,
+    )
+
+
+def history_tally_from_proto(msg: master_service_pb2.HistoryTally) -> HistoryTally:
+    kind = _member(HISTORY_KIND, HistoryKind, msg.kind, None)
+    if kind is None:
+        raise Internal(
+            "the server sent a history tally without a kind",
+            reason="UNKNOWN_ENUM_VALUE",
+            metadata={"enum": "HISTORY_KIND", "number": "0"},
+        )
+    return HistoryTally(
+        kind=kind,
+        count=msg.count,
+        oldest=_time(msg, "oldest"),
+        newest=_time(msg, "newest"),
     )
 
 

@@ -58,3 +58,11 @@ class CommandType(StrEnum):
     RERUN = "RERUN"
     EXECUTE_FROM_TASK = "EXECUTE_FROM_TASK"
     FAILOVER = "FAILOVER"
+
+
+class HistoryKind(StrEnum):
+    """A kind of history a clean-up deletes (README "Retention"), in the order it is deleted."""
+
+    REQUEST_IDS = "REQUEST_IDS"  # stored answers to request ids
+    EVENTS = "EVENTS"  # the events of finished instances
+    INSTANCES = "INSTANCES"  # finished instances with their task instances, events and controls

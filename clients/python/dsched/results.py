@@ -13,7 +13,14 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Generic, TypeVar
 
-from dsched.options import CommandType, FailureStrategy, Priority, ReleaseState, TaskDependType
+from dsched.options import (
+    CommandType,
+    FailureStrategy,
+    HistoryKind,
+    Priority,
+    ReleaseState,
+    TaskDependType,
+)
 from dsched.spec import WorkflowSpec
 from dsched.states import InstanceEventKind, TaskState, WorkflowState
 
@@ -238,6 +245,17 @@ class ServerInfo:
     address: str
     start_time: datetime | None = None
     counters: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HistoryTally:
+    """What a history clean-up deleted (or, dry, would delete) of one kind: how many, and the
+    oldest and newest of them (answered, created or finished; None when there were none)."""
+
+    kind: HistoryKind
+    count: int
+    oldest: datetime | None = None
+    newest: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

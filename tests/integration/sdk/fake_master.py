@@ -389,6 +389,20 @@ class FakeMaster(master_service_pb2_grpc.MasterServiceServicer):
             members = [m for m in members if m.role == request.role]
         return M.ListClusterMembersResponse(members=members)
 
+    def CleanUpHistory(self, request: Any, context: Any) -> Any:
+        """Says, per kind asked, that it deleted (dry: would delete) 10 times the kind's number,
+        from a day before now to now; 0 of the instances."""
+        self._enter("CleanUpHistory", request, context)
+        response = M.CleanUpHistoryResponse(dry_run=request.dry_run)
+        for kind in request.kinds:
+            count = 0 if kind == enums_pb2.HISTORY_KIND_INSTANCES else 10 * kind
+            tally = response.tallies.add(kind=kind, count=count)
+            if count:
+                tally.newest.CopyFrom(now())
+                tally.oldest.CopyFrom(now())
+                tally.oldest.seconds -= 86400
+        return response
+
     def GetServerInfo(self, request: Any, context: Any) -> Any:
         self._enter("GetServerInfo", request, context)
         response = M.GetServerInfoResponse(

@@ -263,3 +263,40 @@ def test_ctrl_c_exits_130_without_traceback(fake: Fake, tmp_path: Path) -> None:
             proc.communicate(timeout=10)  # reaped here, not by a later test's garbage collection
     assert proc.returncode == 130
     assert "Traceback" not in err
+
+
+def test_cleanup_sends_the_age_and_kinds_and_prints_the_tallies(fake: Fake) -> None:
+    result = cli(fake, "cleanup", "--older-than", "30d", "--dry-run")
+    assert result.returncode == 0, result.stderr
+    (request,) = fake.master.seen("CleanUpHistory")
+    assert request.older_than.seconds == 30 * 86400 and request.dry_run and request.request_id
+    assert list(request.kinds) == [
+        enums_pb2.HISTORY_KIND_REQUEST_IDS,
+        enums_pb2.HISTORY_KIND_EVENTS,
+    ]
+    header, request_ids, events, *rest = result.stdout.splitlines()
+    assert header.split() == ["KIND", "WOULD", "DELETE", "OLDEST", "NEWEST"]
+    assert request_ids.split()[:2] == ["request_ids", "10"]
+    assert events.split()[:2] == ["events", "20"]
+    assert rest == ["dry run: nothing was deleted"]
+
+    result = cli(fake, "cleanup", "--older-than", "12h", "--what", "instances")
+    assert result.returncode == 0, result.stderr
+    request = fake.master.seen("CleanUpHistory")[-1]
+    assert request.older_than.seconds == 12 * 3600 and not request.dry_run
+    assert list(request.kinds) == [enums_pb2.HISTORY_KIND_INSTANCES]
+    assert result.stdout.splitlines()[1].split()[:2] == ["instances", "0"]
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--older-than", "30"], "--older-than"),
+        (["--older-than", "1d", "--what", "logs"], "--what"),
+    ],
+)
+def test_cleanup_refuses_bad_input_before_calling(fake: Fake, args: list[str], field: str) -> None:
+    result = cli(fake, "cleanup", *args)
+    assert result.returncode == 2
+    assert field in result.stderr
+    assert fake.master.seen("CleanUpHistory") == []

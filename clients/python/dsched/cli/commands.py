@@ -10,11 +10,12 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
+from dsched import coerce
 from dsched.cli import format as fmt
 from dsched.cli.logs import LogFollower, Printer, event_line
 from dsched.client import Client
-from dsched.errors import InvalidArgument
-from dsched.options import TaskDependType
+from dsched.errors import FieldViolation, InvalidArgument
+from dsched.options import HistoryKind, TaskDependType
 from dsched.results import InstanceEvent, ServerRole, WorkflowInstance
 from dsched.states import WorkflowState
 from dsched.workflow import collect
@@ -227,4 +228,42 @@ def info(args: argparse.Namespace, client: Client) -> int:
         counters = sorted(server.counters.items())
         fields.append(("metrics", " ".join(f"{name}={value}" for name, value in counters)))
     _out("\n".join(f"{name + ':':<9}{value}" for name, value in fields))
+    return 0
+
+
+_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_age(text: str) -> timedelta:
+    """``30d``, ``12h``, ``90m``, ``45s`` or ``2w`` as a timedelta."""
+    number, unit = text.strip()[:-1], text.strip()[-1:].lower()
+    try:
+        value = float(number)
+    except ValueError:
+        value = -1.0
+    if unit not in _AGE_UNITS or not 0 <= value < 1e7:
+        raise InvalidArgument(
+            f"--older-than must be a number with a unit (s, m, h, d or w), e.g. 30d, not {text!r}",
+            violations=[FieldViolation("--older-than", "not an age like 30d")],
+        )
+    return timedelta(seconds=value * _AGE_UNITS[unit])
+
+
+def parse_kinds(text: str) -> list[HistoryKind]:
+    """``request_ids,events`` as kinds (case-insensitive; ``-`` may stand for ``_``)."""
+    return [coerce.enum_value(HistoryKind, k, "--what") for k in text.split(",") if k.strip()]
+
+
+def cleanup(args: argparse.Namespace, client: Client) -> int:
+    """Deletes (``--dry-run``: counts) the master's history older than ``--older-than``."""
+    age, kinds = parse_age(args.older_than), parse_kinds(args.what)
+    client.timeout = max(client.timeout, args.timeout)  # a long history takes a while
+    tallies = client.clean_up_history(age, kinds, dry_run=args.dry_run)
+    verb = "would delete" if args.dry_run else "deleted"
+    rows = (
+        (t.kind.value.lower(), t.count, fmt.when(t.oldest), fmt.when(t.newest)) for t in tallies
+    )
+    _out(fmt.table(("kind", verb, "oldest", "newest"), rows))
+    if args.dry_run:
+        _out("dry run: nothing was deleted")
     return 0

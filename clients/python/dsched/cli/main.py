@@ -146,6 +146,22 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, parents=common, help=text)
         p.set_defaults(handler=handler)
 
+    p = sub.add_parser(
+        "cleanup",
+        parents=common,
+        help="delete the masters' history older than an age (README: Retention)",
+    )
+    p.add_argument("--older-than", required=True, metavar="AGE", help="e.g. 30d, 12h, 2w")
+    p.add_argument(
+        "--what",
+        default="request_ids,events",
+        metavar="KINDS",
+        help="comma-separated: request_ids, events, instances (default: request_ids,events)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="say what would go; delete nothing")
+    p.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS", help="(default 600)")
+    p.set_defaults(handler=commands.cleanup)
+
     p = sub.add_parser("standalone", help="run a master and a worker in one process")
     p.add_argument("--port", type=int)
     p.add_argument("--data-dir", metavar="DIR")

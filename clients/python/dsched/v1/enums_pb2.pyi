@@ -129,6 +129,13 @@ class ControlStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CONTROL_STATUS_UNSPECIFIED: _ClassVar[ControlStatus]
     CONTROL_STATUS_APPLIED: _ClassVar[ControlStatus]
     CONTROL_STATUS_PENDING: _ClassVar[ControlStatus]
+
+class HistoryKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    HISTORY_KIND_UNSPECIFIED: _ClassVar[HistoryKind]
+    HISTORY_KIND_REQUEST_IDS: _ClassVar[HistoryKind]
+    HISTORY_KIND_EVENTS: _ClassVar[HistoryKind]
+    HISTORY_KIND_INSTANCES: _ClassVar[HistoryKind]
 WORKFLOW_INSTANCE_STATE_UNSPECIFIED: WorkflowInstanceState
 WORKFLOW_INSTANCE_STATE_SUBMITTED: WorkflowInstanceState
 WORKFLOW_INSTANCE_STATE_RUNNING: WorkflowInstanceState
@@ -210,3 +217,7 @@ INSTANCE_EVENT_KIND_CONTROL: InstanceEventKind
 CONTROL_STATUS_UNSPECIFIED: ControlStatus
 CONTROL_STATUS_APPLIED: ControlStatus
 CONTROL_STATUS_PENDING: ControlStatus
+HISTORY_KIND_UNSPECIFIED: HistoryKind
+HISTORY_KIND_REQUEST_IDS: HistoryKind
+HISTORY_KIND_EVENTS: HistoryKind
+HISTORY_KIND_INSTANCES: HistoryKind

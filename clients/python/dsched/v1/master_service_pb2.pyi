@@ -455,3 +455,35 @@ class GetServerInfoResponse(_message.Message):
     start_time: _timestamp_pb2.Timestamp
     counters: _containers.ScalarMap[str, int]
     def __init__(self, version: _Optional[str] = ..., api_version: _Optional[str] = ..., role: _Optional[_Union[_enums_pb2.ServerRole, str]] = ..., address: _Optional[str] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., counters: _Optional[_Mapping[str, int]] = ...) -> None: ...
+
+class CleanUpHistoryRequest(_message.Message):
+    __slots__ = ("older_than", "kinds", "dry_run", "request_id")
+    OLDER_THAN_FIELD_NUMBER: _ClassVar[int]
+    KINDS_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    older_than: _duration_pb2.Duration
+    kinds: _containers.RepeatedScalarFieldContainer[_enums_pb2.HistoryKind]
+    dry_run: bool
+    request_id: str
+    def __init__(self, older_than: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., kinds: _Optional[_Iterable[_Union[_enums_pb2.HistoryKind, str]]] = ..., dry_run: _Optional[bool] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class CleanUpHistoryResponse(_message.Message):
+    __slots__ = ("tallies", "dry_run")
+    TALLIES_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    tallies: _containers.RepeatedCompositeFieldContainer[HistoryTally]
+    dry_run: bool
+    def __init__(self, tallies: _Optional[_Iterable[_Union[HistoryTally, _Mapping]]] = ..., dry_run: _Optional[bool] = ...) -> None: ...
+
+class HistoryTally(_message.Message):
+    __slots__ = ("kind", "count", "oldest", "newest")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    OLDEST_FIELD_NUMBER: _ClassVar[int]
+    NEWEST_FIELD_NUMBER: _ClassVar[int]
+    kind: _enums_pb2.HistoryKind
+    count: int
+    oldest: _timestamp_pb2.Timestamp
+    newest: _timestamp_pb2.Timestamp
+    def __init__(self, kind: _Optional[_Union[_enums_pb2.HistoryKind, str]] = ..., count: _Optional[int] = ..., oldest: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., newest: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

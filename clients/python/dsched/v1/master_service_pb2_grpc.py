@@ -174,6 +174,11 @@ class MasterServiceStub:
                 request_serializer=dsched_dot_v1_dot_master__service__pb2.GetServerInfoRequest.SerializeToString,
                 response_deserializer=dsched_dot_v1_dot_master__service__pb2.GetServerInfoResponse.FromString,
                 _registered_method=True)
+        self.CleanUpHistory = channel.unary_unary(
+                '/dsched.v1.MasterService/CleanUpHistory',
+                request_serializer=dsched_dot_v1_dot_master__service__pb2.CleanUpHistoryRequest.SerializeToString,
+                response_deserializer=dsched_dot_v1_dot_master__service__pb2.CleanUpHistoryResponse.FromString,
+                _registered_method=True)
 
 
 class MasterServiceServicer:
@@ -387,6 +392,16 @@ class MasterServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CleanUpHistory(self, request, context):
+        """Deletes history older than an age, as every master's periodic retention does: request ids,
+        events of finished instances, finished instances. A finished instance is SUCCEEDED, FAILED or
+        STOPPED; nothing of any other instance is deleted. Deletes in small transactions, so it may
+        take a while on a large history; `dry_run` deletes nothing and answers what would go.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MasterServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -519,6 +534,11 @@ def add_MasterServiceServicer_to_server(servicer, server):
                     servicer.GetServerInfo,
                     request_deserializer=dsched_dot_v1_dot_master__service__pb2.GetServerInfoRequest.FromString,
                     response_serializer=dsched_dot_v1_dot_master__service__pb2.GetServerInfoResponse.SerializeToString,
+            ),
+            'CleanUpHistory': grpc.unary_unary_rpc_method_handler(
+                    servicer.CleanUpHistory,
+                    request_deserializer=dsched_dot_v1_dot_master__service__pb2.CleanUpHistoryRequest.FromString,
+                    response_serializer=dsched_dot_v1_dot_master__service__pb2.CleanUpHistoryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1233,6 +1253,33 @@ class MasterService:
             '/dsched.v1.MasterService/GetServerInfo',
             dsched_dot_v1_dot_master__service__pb2.GetServerInfoRequest.SerializeToString,
             dsched_dot_v1_dot_master__service__pb2.GetServerInfoResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CleanUpHistory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsched.v1.MasterService/CleanUpHistory',
+            dsched_dot_v1_dot_master__service__pb2.CleanUpHistoryRequest.SerializeToString,
+            dsched_dot_v1_dot_master__service__pb2.CleanUpHistoryResponse.FromString,
             options,
             channel_credentials,
             insecure,

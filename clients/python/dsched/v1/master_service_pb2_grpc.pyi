@@ -118,6 +118,12 @@ class MasterServiceStub:
     """Lists the live masters and workers with their heartbeat data."""
     GetServerInfo: _grpc.UnaryUnaryMultiCallable[_master_service_pb2.GetServerInfoRequest, _master_service_pb2.GetServerInfoResponse]
     """Describes the server answering the call."""
+    CleanUpHistory: _grpc.UnaryUnaryMultiCallable[_master_service_pb2.CleanUpHistoryRequest, _master_service_pb2.CleanUpHistoryResponse]
+    """Deletes history older than an age, as every master's periodic retention does: request ids,
+    events of finished instances, finished instances. A finished instance is SUCCEEDED, FAILED or
+    STOPPED; nothing of any other instance is deleted. Deletes in small transactions, so it may
+    take a while on a large history; `dry_run` deletes nothing and answers what would go.
+    """
 
 @_typing.type_check_only
 class MasterServiceAsyncStub(MasterServiceStub):
@@ -209,6 +215,12 @@ class MasterServiceAsyncStub(MasterServiceStub):
     """Lists the live masters and workers with their heartbeat data."""
     GetServerInfo: _aio.UnaryUnaryMultiCallable[_master_service_pb2.GetServerInfoRequest, _master_service_pb2.GetServerInfoResponse]  # type: ignore[assignment]
     """Describes the server answering the call."""
+    CleanUpHistory: _aio.UnaryUnaryMultiCallable[_master_service_pb2.CleanUpHistoryRequest, _master_service_pb2.CleanUpHistoryResponse]  # type: ignore[assignment]
+    """Deletes history older than an age, as every master's periodic retention does: request ids,
+    events of finished instances, finished instances. A finished instance is SUCCEEDED, FAILED or
+    STOPPED; nothing of any other instance is deleted. Deletes in small transactions, so it may
+    take a while on a large history; `dry_run` deletes nothing and answers what would go.
+    """
 
 class MasterServiceServicer(metaclass=_abc_1.ABCMeta):
     """MasterService manages projects and workflow definitions, starts and controls workflow instances, and
@@ -453,5 +465,17 @@ class MasterServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_master_service_pb2.GetServerInfoResponse, _abc.Awaitable[_master_service_pb2.GetServerInfoResponse]]:
         """Describes the server answering the call."""
+
+    @_abc_1.abstractmethod
+    def CleanUpHistory(
+        self,
+        request: _master_service_pb2.CleanUpHistoryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_master_service_pb2.CleanUpHistoryResponse, _abc.Awaitable[_master_service_pb2.CleanUpHistoryResponse]]:
+        """Deletes history older than an age, as every master's periodic retention does: request ids,
+        events of finished instances, finished instances. A finished instance is SUCCEEDED, FAILED or
+        STOPPED; nothing of any other instance is deleted. Deletes in small transactions, so it may
+        take a while on a large history; `dry_run` deletes nothing and answers what would go.
+        """
 
 def add_MasterServiceServicer_to_server(servicer: MasterServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
