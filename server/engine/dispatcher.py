@@ -1,9 +1,11 @@
 """Sends queued attempts to workers, highest priority first.
 
 One loop pops jobs in priority order, picks a worker of each job's group and hands the jobs, batched
-per worker (``DispatchTasks``), to a bounded set of concurrent senders. A group with no usable
-worker parks its jobs until the worker directory changes: nothing spins. A send whose outcome is
-unknown (timeout, connection error) is retried against the *same* worker while it is alive, because
+per worker, to a bounded set of concurrent senders, which call the worker through the engine's
+:class:`~dsched.server.engine.worker_client.WorkerClient`. A group with no usable worker parks its
+jobs until the worker directory changes: nothing spins. A send whose outcome is unknown
+(:class:`~dsched.server.engine.worker_client.WorkerCallError`: a timeout, a connection lost, an
+answer lost) is retried against the *same* worker while that incarnation lives, because
 dispatch is idempotent on (task instance, attempt) there; sending it to a second worker could run
 it twice. Only a rejection (nothing was accepted) or the worker's disappearance lets the job go
 elsewhere. For the same reason a job *pinned* to a worker (an attempt that a reloaded runner's
