@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import pytest
+from grpc import aio
 
 from dsched.errors import AlreadyExists, NotFound
 from dsched.options import ReleaseState
@@ -239,6 +241,21 @@ class World:
         )
         self.masters.append(engine)
         return engine
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test here runs without a network: opening a gRPC channel or server, or connecting or
+    binding a socket, fails the test (the workers are fakes, the registry is in-process, the
+    store is a SQLite file)."""
+
+    def refuse(*_args: object, **_kwargs: object) -> NoReturn:
+        raise AssertionError("engine unit tests use no network")
+
+    for name in ("insecure_channel", "server"):
+        monkeypatch.setattr(aio, name, refuse)
+    for name in ("connect", "connect_ex", "bind"):
+        monkeypatch.setattr(socket.socket, name, refuse)
 
 
 @pytest.fixture
