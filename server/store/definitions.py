@@ -8,7 +8,13 @@ from datetime import datetime
 from sqlalchemy import Row, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from dsched.errors import Aborted, AlreadyExists, FailedPrecondition, NotFound
+from dsched.errors import (
+    Aborted,
+    AlreadyExists,
+    FailedPrecondition,
+    NotFound,
+    version_mismatch,
+)
 from dsched.options import ReleaseState
 from dsched.server.core.records import ProjectRecord, WorkflowRecord, WorkflowVersionRecord
 from dsched.server.core.transitions import OWNED_STATES
@@ -192,17 +198,7 @@ async def update_workflow(
     if result.rowcount != 1:
         if expected_version is not None:
             current = await conn.scalar(select(W.c.current_version).where(W.c.id == head["id"]))
-            raise Aborted(
-                f"workflow {spec.project}/{spec.name} is at version {current}, not "
-                f"{expected_version}; read it again and retry",
-                reason="VERSION_MISMATCH",
-                metadata={
-                    "project": spec.project,
-                    "workflow": spec.name,
-                    "current_version": str(current),
-                    "expected_version": str(expected_version),
-                },
-            )
+            raise version_mismatch(spec.project, spec.name, current, expected_version)
         raise Aborted(
             f"workflow {spec.project}/{spec.name} was updated concurrently; retry",
             reason="CONCURRENT_UPDATE",

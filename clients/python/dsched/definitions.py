@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dsched import coerce, convert
-from dsched.errors import Aborted, AlreadyExists, NotFound
+from dsched.errors import Aborted, AlreadyExists, NotFound, version_mismatch
 from dsched.options import ReleaseState
 from dsched.results import Page, Project, WorkflowInfo, WorkflowVersionInfo
 from dsched.rpc import RpcBase, iter_pages
@@ -197,7 +197,9 @@ class DefinitionCalls(RpcBase):
                 current = self.get_workflow(spec.project, spec.name)
         if current.spec != spec:
             if expected_version is not None and current.version != expected_version:
-                raise _version_mismatch(current, expected_version)
+                raise version_mismatch(
+                    current.project, current.name, current.version, expected_version
+                )
             was_online = current.online
             if was_online:
                 self.set_release_state(spec.project, spec.name, ReleaseState.OFFLINE)
@@ -210,18 +212,3 @@ class DefinitionCalls(RpcBase):
         if not current.online:
             current = self.set_release_state(spec.project, spec.name, ReleaseState.ONLINE)
         return current
-
-
-def _version_mismatch(current: WorkflowInfo, expected: int) -> Aborted:
-    """The error the server sends for a stale ``expected_version``, raised before any change."""
-    return Aborted(
-        f"workflow {current.project}/{current.name} is at version {current.version}, not "
-        f"{expected}; read it again and retry",
-        reason="VERSION_MISMATCH",
-        metadata={
-            "project": current.project,
-            "workflow": current.name,
-            "current_version": str(current.version),
-            "expected_version": str(expected),
-        },
-    )

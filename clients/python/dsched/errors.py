@@ -195,6 +195,25 @@ class OwnershipLost(Aborted):
     default_reason = "OWNERSHIP_LOST"
 
 
+def version_mismatch(project: str, workflow: str, current: int, expected: int) -> Aborted:
+    """VERSION_MISMATCH: an edit based on version ``expected`` of a workflow now at ``current``.
+
+    One text for both sides: the server raises it when its conditional update finds another
+    version, the SDK before it asks when it already knows.
+    """
+    return Aborted(
+        f"workflow {project}/{workflow} is at version {current}, not {expected}; "
+        "read it again and retry",
+        reason="VERSION_MISMATCH",
+        metadata={
+            "project": project,
+            "workflow": workflow,
+            "current_version": str(current),
+            "expected_version": str(expected),
+        },
+    )
+
+
 class OutOfRange(DschedError):
     code = "OUT_OF_RANGE"
     default_reason = "OUT_OF_RANGE"
