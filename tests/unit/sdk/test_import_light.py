@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ import pytest
 import dsched
 
 INIT = Path(dsched.__file__)
+PYPROJECT = Path(__file__).resolve().parents[3] / "pyproject.toml"
 # Never loaded by the SDK, whatever it is asked for: the server's packages and dependencies.
 SERVER_ONLY = ("sqlalchemy", "alembic", "kazoo", "psutil", "dsched.server", "dsched.worker")
 # Loaded only when something that talks to a server is first used.
@@ -79,3 +81,16 @@ def test_exports_resolve_and_match_the_type_checking_imports() -> None:
 def test_unknown_names_are_attribute_errors() -> None:
     with pytest.raises(AttributeError, match="NoSuchThing"):
         _ = dsched.NoSuchThing  # type: ignore[attr-defined]
+
+
+def test_the_import_contract_covers_every_sdk_module() -> None:
+    # import-linter checks only the modules its contract names: a new SDK module must be one.
+    contracts = tomllib.loads(PYPROJECT.read_text())["tool"]["importlinter"]["contracts"]
+    (sdk,) = [c for c in contracts if c["name"] == "the SDK does not import the servers"]
+    package = INIT.parent
+    modules = {
+        f"dsched.{path.stem if path.is_file() else path.name}"
+        for path in package.iterdir()
+        if (path.suffix == ".py" and path.name != "__init__.py") or (path / "__init__.py").is_file()
+    }
+    assert set(sdk["source_modules"]) == modules - {"dsched.server", "dsched.worker", "dsched.v1"}
