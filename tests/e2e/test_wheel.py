@@ -36,7 +36,8 @@ from tests.e2e.conftest import (
     start_standalone,
 )
 
-pytestmark = pytest.mark.slow
+# pip resolves and installs packages here: on a loaded CI machine that can take minutes.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 # The server's dependencies (import names) that an SDK-only install must not bring.
 SERVER_ONLY = (
