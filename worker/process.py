@@ -4,8 +4,12 @@ Each task process starts in a new session (``start_new_session=True``), so it le
 group and every descendant that does not create its own session belongs to that group. This gives
 one handle (the pgid, equal to the leader's pid) to kill the whole tree.
 
-Output arrives through an :class:`asyncio.SubprocessProtocol` callback, not a reader loop.
-``Process.wait()`` would not do: it returns only once the pipes close as well, and a background
+The process is spawned with :class:`subprocess.Popen` on the loop (the vfork path: no
+``preexec_fn``), and the loop watches two descriptors per process with plain reader callbacks: the
+output pipe and a pidfd that turns readable when the process exits, which then reaps it. asyncio's
+subprocess machinery did the same with a transport, a protocol, pipe transports, a child watcher
+and a task per spawn, a good part of a short task's cost on the worker. Waiting for the pipe to
+close would not do: it closes only once every holder of its write end is gone, and a background
 grandchild (``sleep 1000 &``) that inherited stdout keeps them open long after the script exited. So
 :meth:`ProcessGroup.wait` waits for the *leader's* exit, then SIGKILLs whatever is left in its
 group. The task is over when its main process is; leftover children would otherwise hold the pipe,
@@ -32,33 +36,74 @@ log = logging.getLogger(__name__)
 # After the group was killed, how long to wait for the pipe to report end-of-file (normally a few
 # milliseconds; longer only if a descendant escaped the group with setsid and still holds it).
 DRAIN_TIMEOUT_S = 2.0
+READ_CHUNK = 256 * 1024  # bytes read from the output pipe per callback at most
 
 OutputCallback = Callable[[bytes], None]
 
 
-class _Protocol(asyncio.SubprocessProtocol):
-    def __init__(self, on_output: OutputCallback) -> None:
+class _Watch:
+    """The loop's view of one spawned process: its output pipe and its pidfd, both read by loop
+    callbacks (no transport, protocol, child watcher or task per process)."""
+
+    def __init__(
+        self, proc: subprocess.Popen[bytes], out_fd: int, on_output: OutputCallback
+    ) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._proc = proc
+        self._out_fd: int | None = out_fd
         self._on_output = on_output
         self.exited = asyncio.Event()
         self.drained = asyncio.Event()
+        os.set_blocking(out_fd, False)
+        self._pidfd: int | None = os.pidfd_open(proc.pid)
+        self._loop.add_reader(out_fd, self._read)
+        self._loop.add_reader(self._pidfd, self._reap)
 
-    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        self._on_output(data if isinstance(data, bytes) else data.encode())
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode
 
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        self.drained.set()  # stdout is the only pipe (stderr is merged into it)
+    def _read(self) -> None:
+        assert self._out_fd is not None
+        try:
+            data = os.read(self._out_fd, READ_CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            log.warning("reading the output of pid %d failed: %s", self._proc.pid, exc)
+            data = b""
+        if data:
+            self._on_output(data)
+            return
+        self._close_output()  # end of file: every holder of the write end is gone
+        self.drained.set()
 
-    def process_exited(self) -> None:
+    def _reap(self) -> None:
+        if self._proc.poll() is None:
+            return  # not yet (a spurious wake-up)
+        assert self._pidfd is not None
+        self._loop.remove_reader(self._pidfd)
+        os.close(self._pidfd)
+        self._pidfd = None
         self.exited.set()
+
+    def close(self) -> None:
+        """Stops reading the output; the process is still reaped when it exits."""
+        self._close_output()
+
+    def _close_output(self) -> None:
+        if self._out_fd is not None:
+            self._loop.remove_reader(self._out_fd)
+            os.close(self._out_fd)
+            self._out_fd = None
 
 
 class ProcessGroup:
     """A running process that leads its own process group. Create with :meth:`spawn`."""
 
-    def __init__(self, transport: asyncio.SubprocessTransport, protocol: _Protocol) -> None:
-        self._transport = transport
-        self._protocol = protocol
-        self.pid: int = transport.get_pid()
+    def __init__(self, proc: subprocess.Popen[bytes], watch: _Watch) -> None:
+        self._watch = watch
+        self.pid: int = proc.pid
 
     @classmethod
     async def spawn(
@@ -71,42 +116,47 @@ class ProcessGroup:
     ) -> ProcessGroup:
         """Starts ``argv`` in a new session with stdin from /dev/null and stdout+stderr going to
         ``on_output`` (called on the loop with each chunk). Raises OSError if it cannot start."""
-        loop = asyncio.get_running_loop()
-        transport, protocol = await loop.subprocess_exec(
-            lambda: _Protocol(on_output),
-            *argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            cwd=cwd,
-            env=dict(env),
-            start_new_session=True,
-        )
-        return cls(transport, protocol)
+        read_fd, write_fd = os.pipe()  # both close-on-exec; the child gets write_fd as 1 and 2
+        try:
+            proc = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=write_fd,
+                stderr=write_fd,
+                cwd=cwd,
+                env=dict(env),
+                start_new_session=True,
+            )
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)  # the child holds its own copies
+        return cls(proc, _Watch(proc, read_fd, on_output))
 
     @property
     def exited(self) -> bool:
-        return self._protocol.exited.is_set()
+        return self._watch.exited.is_set()
 
     async def wait(self) -> int:
         """Waits for the leader to exit, kills the rest of its group, waits (bounded) for the output
         to drain, and returns the leader's return code (negative: killed by that signal)."""
         try:
-            await self._protocol.exited.wait()
+            await self._watch.exited.wait()
             self.signal(signal.SIGKILL)  # leftovers: see the module docstring
             try:
-                await asyncio.wait_for(self._protocol.drained.wait(), DRAIN_TIMEOUT_S)
+                await asyncio.wait_for(self._watch.drained.wait(), DRAIN_TIMEOUT_S)
             except TimeoutError:
                 log.warning(
                     "output pipe of pid %d still open after its group was killed; abandoned",
                     self.pid,
                 )
-            code = self._transport.get_returncode()
+            code = self._watch.returncode
             return code if code is not None else -int(signal.SIGKILL)
         finally:
             if not self.exited:  # cancelled while running: the group must not outlive its task
                 self.signal(signal.SIGKILL)
-            self._transport.close()
+            self._watch.close()
 
     def signal(self, sig: signal.Signals) -> None:
         """Sends ``sig`` to every process of the group; a group with no members left is ignored."""
@@ -119,7 +169,7 @@ class ProcessGroup:
         Members that outlive the leader are SIGKILLed by :meth:`wait`."""
         self.signal(signal.SIGTERM)
         try:
-            await asyncio.wait_for(self._protocol.exited.wait(), grace)
+            await asyncio.wait_for(self._watch.exited.wait(), grace)
         except TimeoutError:
             self.signal(signal.SIGKILL)
 

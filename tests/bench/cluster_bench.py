@@ -93,7 +93,7 @@ def rss_rows(members: list[Member], fanout: Fanout) -> list[Row]:
         )
         for m in members
     ]
-    rows.append(("peak RSS of the servers (MB)", f"{fanout.peak_rss / MB:.0f}", "-", True))
+    rows.append(("peak RSS of the servers, summed (MB)", f"{fanout.peak_rss / MB:.0f}", "-", True))
     return rows
 
 
