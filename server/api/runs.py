@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
-from google.protobuf.message import Message
 from grpc import aio
 
 from dsched.convert import FAILURE_STRATEGY, PRIORITY, TASK_DEPEND_TYPE
@@ -28,6 +27,19 @@ from dsched.spec import MAX_TIMEOUT
 from dsched.v1 import master_service_pb2 as pb
 
 Ctx = aio.ServicerContext[Any, Any]
+RestartRequest = (
+    pb.ResumeWorkflowInstanceRequest
+    | pb.RerunWorkflowInstanceRequest
+    | pb.RecoverFailedWorkflowInstanceRequest
+    | pb.ExecuteFromTaskRequest
+)
+R = TypeVar(
+    "R",
+    pb.ResumeWorkflowInstanceResponse,
+    pb.RerunWorkflowInstanceResponse,
+    pb.RecoverFailedWorkflowInstanceResponse,
+    pb.ExecuteFromTaskResponse,
+)
 
 
 def _id_checks(instance_id: int, request_id: str) -> None:
@@ -115,24 +127,28 @@ class RunsApi:
         self, request: pb.ResumeWorkflowInstanceRequest, context: Ctx
     ) -> Any:
         _id_checks(request.id, request.request_id)
-        answer = await self._restart(request, request.id, "ResumeWorkflowInstance", runs.resume)
-        return pb.ResumeWorkflowInstanceResponse.FromString(answer)
+        return await self._restart(
+            request, "ResumeWorkflowInstance", pb.ResumeWorkflowInstanceResponse, runs.resume
+        )
 
     async def RerunWorkflowInstance(
         self, request: pb.RerunWorkflowInstanceRequest, context: Ctx
     ) -> Any:
         _id_checks(request.id, request.request_id)
-        answer = await self._restart(request, request.id, "RerunWorkflowInstance", runs.rerun)
-        return pb.RerunWorkflowInstanceResponse.FromString(answer)
+        return await self._restart(
+            request, "RerunWorkflowInstance", pb.RerunWorkflowInstanceResponse, runs.rerun
+        )
 
     async def RecoverFailedWorkflowInstance(
         self, request: pb.RecoverFailedWorkflowInstanceRequest, context: Ctx
     ) -> Any:
         _id_checks(request.id, request.request_id)
-        answer = await self._restart(
-            request, request.id, "RecoverFailedWorkflowInstance", runs.recover
+        return await self._restart(
+            request,
+            "RecoverFailedWorkflowInstance",
+            pb.RecoverFailedWorkflowInstanceResponse,
+            runs.recover,
         )
-        return pb.RecoverFailedWorkflowInstanceResponse.FromString(answer)
 
     async def ExecuteFromTask(self, request: pb.ExecuteFromTaskRequest, context: Ctx) -> Any:
         scope = _scope(request)
@@ -140,25 +156,23 @@ class RunsApi:
         async def execute_from(tx: Transaction, instance_id: int) -> InstanceRecord:
             return await runs.execute_from(tx, instance_id, scope)
 
-        answer = await self._restart(request, request.id, "ExecuteFromTask", execute_from)
-        return pb.ExecuteFromTaskResponse.FromString(answer)
+        return await self._restart(
+            request, "ExecuteFromTask", pb.ExecuteFromTaskResponse, execute_from
+        )
 
     async def _restart(
         self,
-        request: Message,
-        instance_id: int,
+        request: RestartRequest,
         method: str,
+        response_type: type[R],
         restart: Callable[[Transaction, int], Awaitable[InstanceRecord]],
-    ) -> bytes:
-        """Calls ``restart`` on the instance; returns the serialized answer (every restart
-        response is ``{instance}``, so one wire shape serves all four)."""
+    ) -> R:
+        """Calls ``restart`` on the request's instance; answers ``{instance}``."""
 
-        async def work(tx: Transaction) -> pb.ResumeWorkflowInstanceResponse:
-            record = await restart(tx, instance_id)
-            return pb.ResumeWorkflowInstanceResponse(instance=convert.instance(record))
+        async def work(tx: Transaction) -> R:
+            return response_type(instance=convert.instance(await restart(tx, request.id)))
 
-        answer = await once(self.ctx, request, method, pb.ResumeWorkflowInstanceResponse, work)
-        return answer.SerializeToString()
+        return await once(self.ctx, request, method, response_type, work)
 
     # ------------------------------------------------------------------------ force success
 
