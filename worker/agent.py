@@ -44,7 +44,7 @@ from dsched.server.heartbeat import (
     encode_heartbeat,
 )
 from dsched.server.shutdown import Shutdown
-from dsched.worker.execution import Clock
+from dsched.worker.clock import Clock
 
 log = logging.getLogger(__name__)
 

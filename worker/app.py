@@ -50,7 +50,7 @@ from dsched.server.shutdown import Shutdown
 from dsched.v1 import log_service_pb2, log_service_pb2_grpc, worker_service_pb2
 from dsched.v1 import worker_service_pb2_grpc as worker_grpc
 from dsched.worker.agent import UNREGISTER_S, Agent, Sampler
-from dsched.worker.execution import Clock
+from dsched.worker.clock import Clock
 from dsched.worker.janitor import Janitor
 from dsched.worker.log_service import LogServicer
 from dsched.worker.logs import LogStore

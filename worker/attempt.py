@@ -14,7 +14,8 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from dsched.worker.execution import TaskEventType, TaskExecution
+from dsched.server.protocol.event import TaskEventType
+from dsched.server.protocol.execution import TaskExecution
 from dsched.worker.logs import TaskLog
 from dsched.worker.process import exit_code
 from dsched.worker.tasks import RunningTask, TaskExit

@@ -18,8 +18,12 @@ from typing import Any
 from grpc import aio
 
 from dsched.errors import NotFound, OutOfRange
+from dsched.server.protocol.wire.log_read import (
+    log_read_from_request,
+    read_log_response,
+    tail_frame,
+)
 from dsched.v1 import log_service_pb2, log_service_pb2_grpc
-from dsched.worker.convert import log_read_from_request, read_log_response, tail_frame
 from dsched.worker.logs import LogStore, TaskLog
 
 Context = aio.ServicerContext[Any, Any]
@@ -38,7 +42,8 @@ class LogServicer(log_service_pb2_grpc.LogServiceServicer):
     async def ReadTaskLog(
         self, request: log_service_pb2.ReadTaskLogRequest, context: Context
     ) -> log_service_pb2.ReadTaskLogResponse:
-        task_instance_id, offset, length = log_read_from_request(request)
+        read = log_read_from_request(request)
+        task_instance_id, offset, length = read.task_instance_id, read.offset, read.length
         live, fd = self._open(task_instance_id)
         try:
             complete = live is None or live.finished
@@ -54,7 +59,8 @@ class LogServicer(log_service_pb2_grpc.LogServiceServicer):
     async def TailTaskLog(
         self, request: log_service_pb2.TailTaskLogRequest, context: Context
     ) -> AsyncIterator[log_service_pb2.TailTaskLogResponse]:
-        task_instance_id, offset, _ = log_read_from_request(request)
+        read = log_read_from_request(request)
+        task_instance_id, offset = read.task_instance_id, read.offset
         live, fd = self._open(task_instance_id)
         try:
             while True:

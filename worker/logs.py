@@ -26,7 +26,7 @@ import os
 from datetime import UTC
 from pathlib import Path
 
-from dsched.worker.execution import TaskExecution
+from dsched.server.protocol.execution import TaskExecution
 
 log = logging.getLogger(__name__)
 

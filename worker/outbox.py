@@ -35,8 +35,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from dsched.worker.convert import event_from_bytes, event_to_bytes
-from dsched.worker.execution import TaskEvent
+from dsched.server.protocol.event import TaskEvent
+from dsched.server.protocol.wire.event import event_from_bytes, event_to_bytes
 from dsched.worker.record_log import Ending, RecordLog, frame, read_records
 
 log = logging.getLogger(__name__)

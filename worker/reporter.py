@@ -23,16 +23,11 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from dsched.server.core.backoff import Backoff
-from dsched.worker.convert import address_violation
-from dsched.worker.execution import (
-    Ack,
-    AckDecision,
-    AttemptKey,
-    Clock,
-    TaskEvent,
-    TaskEventType,
-    TaskExecution,
-)
+from dsched.server.protocol.ack import Ack, AckDecision
+from dsched.server.protocol.attempt import AttemptKey
+from dsched.server.protocol.event import TaskEvent, TaskEventType
+from dsched.server.protocol.execution import TaskExecution
+from dsched.worker.clock import Clock
 from dsched.worker.outbox import Outbox, OutboxEntry
 from dsched.worker.stream import MasterStream, Pending
 
@@ -215,8 +210,8 @@ class Reporter:
         owner = ack.owner_address
         if (
             ack.decision is AckDecision.NOT_OWNER
+            and owner  # "" also stands for an address the decoder found undiallable
             and owner != stream.address
-            and address_violation("owner_address", owner) is None
         ):
             log.info("events of %s go to %s now (redirected by %s)", p.key, owner, stream.address)
             self.retarget(p.key, owner)

@@ -24,16 +24,12 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Protocol
 
 from dsched.errors import FailedPrecondition
+from dsched.server.protocol.attempt import AttemptKey
+from dsched.server.protocol.dispatch import Dispatch, DispatchOutcome
+from dsched.server.protocol.event import TaskEvent, TaskEventType
+from dsched.server.protocol.execution import TaskExecution
 from dsched.worker.attempt import NO_PROCESS_EXIT_CODE, Attempt, Outcome, Phase, StopCause
-from dsched.worker.execution import (
-    AttemptKey,
-    Clock,
-    Dispatch,
-    DispatchOutcome,
-    TaskEvent,
-    TaskEventType,
-    TaskExecution,
-)
+from dsched.worker.clock import Clock
 from dsched.worker.logs import LogStore
 from dsched.worker.orphans import ProcessRecords
 from dsched.worker.tasks import SpawnError, TaskTypes

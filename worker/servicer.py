@@ -1,7 +1,7 @@
 """The worker's ``WorkerService``: dispatch, kill and take-over, as thin adapters over the runner.
 
-Requests are validated by :mod:`dsched.worker.convert` (bad input raises InvalidArgument before
-anything happens). A dispatch is answered REJECTED_UNAVAILABLE while the worker is starting,
+Requests are decoded by :mod:`dsched.server.protocol.wire` (bad input raises InvalidArgument
+before anything happens). A dispatch is answered REJECTED_UNAVAILABLE while the worker is starting,
 stopping, fenced or cut off from the registry, except that an attempt it already has is always
 answered ALREADY_ACCEPTED: a repeated dispatch learns what the worker has whatever its state.
 """
@@ -14,16 +14,13 @@ from typing import Any
 from grpc import aio
 
 from dsched.errors import FailedPrecondition
+from dsched.server.protocol.dispatch import Dispatch, DispatchOutcome, DispatchReply
+from dsched.server.protocol.execution import TaskExecution
+from dsched.server.protocol.wire.dispatch import dispatch_to_proto, reply_to_proto
+from dsched.server.protocol.wire.execution import execution_from_request, executions_from_request
+from dsched.server.protocol.wire.orders import kill_from_proto, take_over_from_proto
 from dsched.v1 import worker_service_pb2, worker_service_pb2_grpc
-from dsched.worker.convert import (
-    dispatch_result_to_proto,
-    dispatch_to_proto,
-    execution_from_request,
-    executions_from_request,
-    kill_from_request,
-    take_over_from_request,
-)
-from dsched.worker.execution import Clock, Dispatch, DispatchOutcome, TaskExecution
+from dsched.worker.clock import Clock
 from dsched.worker.runner import Runner
 
 Context = aio.ServicerContext[Any, Any]
@@ -58,8 +55,8 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
     ) -> worker_service_pb2.DispatchTasksResponse:
         executions = executions_from_request(request, now=self._clock())
         unavailable = self._unavailable()
-        results = [dispatch_result_to_proto(e, self._submit(e, unavailable)) for e in executions]
-        return worker_service_pb2.DispatchTasksResponse(worker_epoch=self._epoch(), results=results)
+        results = [self._submit(e, unavailable) for e in executions]
+        return reply_to_proto(DispatchReply(self._epoch(), results), [e.key for e in executions])
 
     def _submit(self, execution: TaskExecution, unavailable: str | None) -> Dispatch:
         # In a batch, one conflicting attempt is that task's rejection, not the whole call's.
@@ -71,13 +68,13 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
     async def KillTask(
         self, request: worker_service_pb2.KillTaskRequest, context: Context
     ) -> worker_service_pb2.KillTaskResponse:
-        key, reason = kill_from_request(request)
-        return worker_service_pb2.KillTaskResponse(found=self._runner.kill(key, reason))
+        kill = kill_from_proto(request)
+        return worker_service_pb2.KillTaskResponse(found=self._runner.kill(kill.key, kill.reason))
 
     async def TakeOverTask(
         self, request: worker_service_pb2.TakeOverTaskRequest, context: Context
     ) -> worker_service_pb2.TakeOverTaskResponse:
-        key, owner, epoch = take_over_from_request(request)
+        order = take_over_from_proto(request)
         return worker_service_pb2.TakeOverTaskResponse(
-            found=self._runner.take_over(key, owner, epoch)
+            found=self._runner.take_over(order.key, order.owner_address, order.owner_epoch)
         )

@@ -30,9 +30,11 @@ from grpc import aio
 
 from dsched.rpc import CHANNEL_OPTIONS
 from dsched.server.core.backoff import Backoff
+from dsched.server.protocol.ack import Ack
+from dsched.server.protocol.attempt import AttemptKey
+from dsched.server.protocol.wire.ack import acks_from_proto
+from dsched.server.protocol.wire.event import report_request
 from dsched.v1 import task_event_service_pb2_grpc
-from dsched.worker.convert import acks_from_proto, report_request
-from dsched.worker.execution import Ack, AttemptKey
 
 if TYPE_CHECKING:
     from dsched.v1 import task_event_service_pb2

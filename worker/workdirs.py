@@ -28,7 +28,7 @@ from collections.abc import Callable, Container
 from pathlib import Path
 
 from dsched.server.constants import WORKDIR_KEEP_FAILED_S
-from dsched.worker.execution import TaskExecution
+from dsched.server.protocol.execution import TaskExecution
 
 log = logging.getLogger(__name__)
 

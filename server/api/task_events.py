@@ -16,15 +16,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from grpc import aio
 
-from dsched.errors import NotFound, Unavailable
+from dsched.errors import InvalidArgument, NotFound, Unavailable
 from dsched.server.api.context import MasterContext
 from dsched.server.core.transitions import OWNED_STATES
-from dsched.server.engine.messages import Ack, Decision, TaskEventData, WorkerEvent
-from dsched.server.engine.wire import ack_to_proto, event_from_proto
+from dsched.server.engine.messages import WorkerEvent
+from dsched.server.protocol.ack import Ack, AckDecision
+from dsched.server.protocol.event import TaskEvent
+from dsched.server.protocol.wire.ack import acks_to_proto
+from dsched.server.protocol.wire.event import event_from_proto
 from dsched.server.store import instances as instance_repo
 from dsched.server.store import task_instances as ti_repo
 from dsched.states import WorkflowState
@@ -58,8 +62,8 @@ class TaskEventServicer(task_event_service_pb2_grpc.TaskEventServiceServicer):
                 entries = await queue.get()
                 if entries is None:
                     break
-                acks = [ack_to_proto(event_id, await future) for event_id, future in entries]
-                yield pb.ReportTaskEventsResponse(acks=acks)
+                acks = [replace(await future, event_id=event_id) for event_id, future in entries]
+                yield acks_to_proto(acks)
         except asyncio.CancelledError:
             # The worker hung up or this server is stopping: that ends the stream, it is not an
             # error. Unacknowledged events stay in the worker's outbox and are sent again.
@@ -80,12 +84,15 @@ class TaskEventServicer(task_event_service_pb2_grpc.TaskEventServiceServicer):
                 entries: Entries = []
                 for msg in request.events:
                     future: asyncio.Future[Ack] = loop.create_future()
-                    data = event_from_proto(msg)
-                    if data is None or msg.task_instance_id <= 0 or not msg.event_id:
-                        future.set_result(Ack(Decision.REJECTED_STALE, "malformed event"))
+                    try:
+                        event = event_from_proto(msg)
+                    except InvalidArgument as exc:
+                        future.set_result(
+                            Ack(AckDecision.REJECTED_STALE, f"malformed event: {exc}")
+                        )
                     else:
                         await self._route(
-                            data, request.worker_address, request.worker_epoch, future
+                            event, request.worker_address, request.worker_epoch, future
                         )
                     entries.append((msg.event_id, future))
                 await queue.put(entries)
@@ -95,7 +102,7 @@ class TaskEventServicer(task_event_service_pb2_grpc.TaskEventServiceServicer):
             await queue.put(None)
 
     async def _route(
-        self, data: TaskEventData, address: str, epoch: int, future: asyncio.Future[Ack]
+        self, data: TaskEvent, address: str, epoch: int, future: asyncio.Future[Ack]
     ) -> None:
         runner = self.ctx.runners.get(data.workflow_instance_id)
         if runner is not None and not runner.done:
@@ -105,26 +112,26 @@ class TaskEventServicer(task_event_service_pb2_grpc.TaskEventServiceServicer):
             ack = await self._answer_unowned(data)
         except Unavailable:
             # The database is away: the worker keeps the event and sends it again later.
-            ack = Ack(Decision.RETRY_LATER, "metadata database unavailable")
+            ack = Ack(AckDecision.RETRY_LATER, "metadata database unavailable")
         future.set_result(ack)
 
-    async def _answer_unowned(self, data: TaskEventData) -> Ack:
+    async def _answer_unowned(self, data: TaskEvent) -> Ack:
         try:
             async with self.ctx.db.read() as conn:
                 instance = await instance_repo.get_instance(conn, data.workflow_instance_id)
                 ti = await ti_repo.get(conn, data.task_instance_id)
         except NotFound:
-            return Ack(Decision.REJECTED_STALE, "unknown task instance")
+            return Ack(AckDecision.REJECTED_STALE, "unknown task instance")
         if ti.workflow_instance_id != instance.id:
-            return Ack(Decision.REJECTED_STALE, "task instance belongs to another instance")
+            return Ack(AckDecision.REJECTED_STALE, "task instance belongs to another instance")
         mine = instance.host == self.ctx.address and instance.epoch == self.ctx.epoch()
         if instance.state in OWNED_STATES and not mine:
             # The worker must send to the owner's cluster listener; "" (owner not live) makes it
             # retry later, by when failover has moved the instance.
             owner = self.ctx.owner_cluster_address(instance.host)
-            return Ack(Decision.NOT_OWNER, "instance owned by another master", owner)
+            return Ack(AckDecision.NOT_OWNER, "instance owned by another master", owner)
         if instance.state in _WAITING or (instance.state in OWNED_STATES and mine):
-            return Ack(Decision.RETRY_LATER, "instance is being (re)claimed")
+            return Ack(AckDecision.RETRY_LATER, "instance is being (re)claimed")
         if ti.state.value == data.type.value:
-            return Ack(Decision.DUPLICATE)
-        return Ack(Decision.REJECTED_STALE, f"task instance is {ti.state}")
+            return Ack(AckDecision.DUPLICATE)
+        return Ack(AckDecision.REJECTED_STALE, f"task instance is {ti.state}")

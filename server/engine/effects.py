@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from dsched.server.core.records import InstanceRecord
 from dsched.server.engine.jobs import DispatchJob
-from dsched.server.engine.messages import Ack, Message, WorkerEvent
+from dsched.server.engine.messages import Message, WorkerEvent
+from dsched.server.protocol.ack import Ack
 
 if TYPE_CHECKING:
     from dsched.server.engine.runner import InstanceRunner

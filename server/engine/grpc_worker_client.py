@@ -12,21 +12,18 @@ from collections.abc import Sequence
 import grpc
 from grpc import aio
 
-from dsched.server.engine.jobs import DispatchSpec
-from dsched.server.engine.wire import task_execution
-from dsched.server.engine.worker_client import (
-    DispatchReply,
-    DispatchResult,
-    RequestRefused,
-    WorkerCallError,
-)
+from dsched.errors import InvalidArgument
+from dsched.server.engine.worker_client import RequestRefused, WorkerCallError
+from dsched.server.protocol.attempt import AttemptKey
+from dsched.server.protocol.dispatch import DispatchReply
+from dsched.server.protocol.execution import TaskExecution
+from dsched.server.protocol.orders import Kill, TakeOver
+from dsched.server.protocol.wire.dispatch import reply_from_proto
+from dsched.server.protocol.wire.execution import dispatch_request
+from dsched.server.protocol.wire.orders import kill_to_proto, take_over_to_proto
 from dsched.server.rpc import probe
 from dsched.server.rpc.channels import Channels
-from dsched.v1 import enums_pb2, log_service_pb2_grpc, worker_service_pb2, worker_service_pb2_grpc
-
-_ACCEPTED = frozenset(
-    {enums_pb2.DISPATCH_OUTCOME_ACCEPTED, enums_pb2.DISPATCH_OUTCOME_ALREADY_ACCEPTED}
-)
+from dsched.v1 import log_service_pb2_grpc, worker_service_pb2_grpc
 
 
 class GrpcWorkerClient:
@@ -36,31 +33,24 @@ class GrpcWorkerClient:
         self._channels = Channels()  # unbounded: the directory drops those of workers that left
 
     async def dispatch(
-        self, address: str, specs: Sequence[DispatchSpec], *, timeout: float
+        self, address: str, specs: Sequence[TaskExecution], *, timeout: float
     ) -> DispatchReply:
-        request = worker_service_pb2.DispatchTasksRequest(
-            tasks=[task_execution(spec) for spec in specs]
-        )
         try:
-            reply = await self._stub(address).DispatchTasks(request, timeout=timeout)
+            reply = await self._stub(address).DispatchTasks(
+                dispatch_request(specs), timeout=timeout
+            )
         except aio.AioRpcError as err:
             raise _error(address, err) from err
-        return DispatchReply(
-            worker_epoch=reply.worker_epoch,
-            results=[
-                DispatchResult(
-                    accepted=r.outcome in _ACCEPTED, log_path=r.log_path, reason=r.reason
-                )
-                for r in reply.results
-            ],
-        )
+        try:
+            return reply_from_proto(reply, [spec.key for spec in specs])
+        except InvalidArgument as err:
+            # Which attempts it took is unknown, as if the answer had been lost.
+            raise WorkerCallError(address, "INVALID_REPLY", str(err)) from err
 
     async def kill(
         self, address: str, task_instance_id: int, attempt: int, reason: str, *, timeout: float
     ) -> bool:
-        request = worker_service_pb2.KillTaskRequest(
-            task_instance_id=task_instance_id, attempt=attempt, reason=reason
-        )
+        request = kill_to_proto(Kill(AttemptKey(task_instance_id, attempt), reason))
         try:
             reply = await self._stub(address).KillTask(request, timeout=timeout)
         except aio.AioRpcError as err:
@@ -77,14 +67,11 @@ class GrpcWorkerClient:
         owner_epoch: int,
         timeout: float,
     ) -> bool:
-        request = worker_service_pb2.TakeOverTaskRequest(
-            task_instance_id=task_instance_id,
-            attempt=attempt,
-            owner_address=owner_address,
-            owner_epoch=owner_epoch,
-        )
+        order = TakeOver(AttemptKey(task_instance_id, attempt), owner_address, owner_epoch)
         try:
-            reply = await self._stub(address).TakeOverTask(request, timeout=timeout)
+            reply = await self._stub(address).TakeOverTask(
+                take_over_to_proto(order), timeout=timeout
+            )
         except aio.AioRpcError as err:
             raise _error(address, err) from err
         return reply.found

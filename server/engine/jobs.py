@@ -2,34 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 
-from dsched.options import TimeoutStrategy
 from dsched.server.engine.messages import Dispatched, Waiting
-from dsched.spec import TaskKind
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DispatchSpec:
-    """Everything a worker needs to run one attempt (converted to ``TaskExecution`` on the wire)."""
-
-    task_instance_id: int
-    attempt: int
-    workflow_instance_id: int
-    workflow_code: int
-    workflow_version: int
-    task_name: str
-    idempotency_key: str
-    kind: TaskKind
-    params: Mapping[str, str]
-    timeout: timedelta
-    timeout_strategy: TimeoutStrategy
-    dry_run: bool
-    owner_address: str
-    owner_epoch: int
-    submit_time: datetime
+from dsched.server.protocol.execution import TaskExecution
 
 
 @dataclass(slots=True, eq=False)
@@ -37,7 +14,7 @@ class DispatchJob:
     """A queued dispatch. ``sent`` and ``cancelled`` are only touched on the event loop thread, so
     the runner can cancel a job the dispatcher has not sent without a lock (see InstanceRunner)."""
 
-    spec: DispatchSpec
+    spec: TaskExecution
     worker_group: str
     order: tuple[int, int, int]  # (workflow priority, task priority, task instance id)
     on_dispatched: Callable[[Dispatched | Waiting], None]

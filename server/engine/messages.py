@@ -3,59 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
-from enum import StrEnum
+from dataclasses import dataclass
 
 from dsched.server.core.controls import ControlKind
 from dsched.server.core.records import InstanceRecord
-
-
-class EventType(StrEnum):
-    RUNNING = "RUNNING"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-    KILLED = "KILLED"
-
-
-class Decision(StrEnum):
-    """The master's answer to a worker event (mirrors TaskEventDecision)."""
-
-    ACCEPTED = "ACCEPTED"
-    DUPLICATE = "DUPLICATE"
-    REJECTED_STALE = "REJECTED_STALE"
-    NOT_OWNER = "NOT_OWNER"
-    RETRY_LATER = "RETRY_LATER"
-
-
-@dataclass(frozen=True, slots=True)
-class Ack:
-    decision: Decision
-    reason: str = ""
-    owner_address: str = ""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TaskEventData:
-    """A worker's report about one attempt."""
-
-    event_id: str
-    task_instance_id: int
-    attempt: int
-    workflow_instance_id: int
-    type: EventType
-    event_time: datetime
-    exit_code: int = 0
-    out_params: Mapping[str, str] = field(default_factory=dict)
-    pid: int = 0
-    log_path: str = ""
-    message: str = ""
+from dsched.server.protocol.ack import Ack
+from dsched.server.protocol.event import TaskEvent
 
 
 @dataclass(slots=True)
 class WorkerEvent:
-    event: TaskEventData
+    """A task event a worker incarnation reported; ``reply`` gets the answer once it is durable."""
+
+    event: TaskEvent
     worker_address: str
     worker_epoch: int
     reply: asyncio.Future[Ack]

@@ -32,16 +32,13 @@ from dsched.server.core.var_pool import merge_violation
 from dsched.server.engine import control_apply
 from dsched.server.engine.dispatcher import DISPATCH_TIMEOUT_S
 from dsched.server.engine.effects import Effects
-from dsched.server.engine.jobs import DispatchJob, DispatchSpec
+from dsched.server.engine.jobs import DispatchJob
 from dsched.server.engine.messages import (
-    Ack,
     ApplyControls,
     Control,
-    Decision,
     DelayDue,
     DispatchDue,
     Dispatched,
-    EventType,
     KillUnanswered,
     Message,
     RetryDue,
@@ -52,6 +49,9 @@ from dsched.server.engine.messages import (
     WorkerGone,
 )
 from dsched.server.engine.services import EngineServices
+from dsched.server.protocol.ack import Ack, AckDecision
+from dsched.server.protocol.event import TaskEventType
+from dsched.server.protocol.execution import TaskExecution
 from dsched.server.store import events as event_log
 from dsched.server.store import instances as instance_repo
 from dsched.server.store import task_instances as ti_repo
@@ -64,10 +64,10 @@ from dsched.states import InstanceEventKind, TaskState
 log = logging.getLogger(__name__)
 
 _EVENT_STATE = {
-    EventType.RUNNING: TaskState.RUNNING,
-    EventType.SUCCEEDED: TaskState.SUCCEEDED,
-    EventType.FAILED: TaskState.FAILED,
-    EventType.KILLED: TaskState.KILLED,
+    TaskEventType.RUNNING: TaskState.RUNNING,
+    TaskEventType.SUCCEEDED: TaskState.SUCCEEDED,
+    TaskEventType.FAILED: TaskState.FAILED,
+    TaskEventType.KILLED: TaskState.KILLED,
 }
 _BEFORE_RUNNING = frozenset({TaskState.SUBMITTED, TaskState.DISPATCHED})
 _BEFORE_END = frozenset({TaskState.SUBMITTED, TaskState.DISPATCHED, TaskState.RUNNING})
@@ -192,7 +192,7 @@ class InstanceRunner:
                     # Nothing may (re)send this runner's jobs now: whoever drives the instance
                     # next dispatches its attempts itself.
                     track.job.cancelled = True
-            self._fail_pending(Ack(Decision.RETRY_LATER, "instance runner stopped"))
+            self._fail_pending(Ack(AckDecision.RETRY_LATER, "instance runner stopped"))
             self._on_exit(self)
 
     async def _begin(self, b: _Batch) -> None:
@@ -219,7 +219,7 @@ class InstanceRunner:
             self.s.metrics.stale_writes += 1
             self._answer(
                 messages,
-                Ack(Decision.NOT_OWNER, "ownership moved"),
+                Ack(AckDecision.NOT_OWNER, "ownership moved"),
                 OwnershipLost("the instance moved to another master"),
             )
             self.done = True
@@ -231,7 +231,7 @@ class InstanceRunner:
                 log.exception("instance %s: batch failed; reloading from the store", self.id)
             error = exc if isinstance(exc, DschedError) else Unavailable("the batch failed")
             self._answer(
-                messages, Ack(Decision.RETRY_LATER, "master could not apply the event"), error
+                messages, Ack(AckDecision.RETRY_LATER, "master could not apply the event"), error
             )
             self.done = True
             self.s.reload(self.id, self._sent())
@@ -297,13 +297,13 @@ class InstanceRunner:
         track = self.tracks.get(event.task_instance_id)
         if track is None or track.attempt != event.attempt:
             self.s.metrics.stale_events += 1
-            b.effects.ack(msg, Ack(Decision.REJECTED_STALE, "attempt superseded"))
+            b.effects.ack(msg, Ack(AckDecision.REJECTED_STALE, "attempt superseded"))
             return
         owner = self._owner_check(track, msg)
         if owner is None:
             # Dispatched, but the reply naming the worker has not been applied yet (or this runner
             # was just rebuilt): not stale, only early. The worker keeps it and resends.
-            b.effects.ack(msg, Ack(Decision.RETRY_LATER, "dispatch not recorded yet"))
+            b.effects.ack(msg, Ack(AckDecision.RETRY_LATER, "dispatch not recorded yet"))
             return
         if not owner:
             self.s.metrics.stale_events += 1
@@ -316,13 +316,13 @@ class InstanceRunner:
                 track.host,
                 track.worker_epoch,
             )
-            b.effects.ack(msg, Ack(Decision.REJECTED_STALE, "worker epoch does not own attempt"))
+            b.effects.ack(msg, Ack(AckDecision.REJECTED_STALE, "worker epoch does not own attempt"))
             return
         if track.state is state or (state is TaskState.RUNNING and track.state.terminal):
-            b.effects.ack(msg, Ack(Decision.DUPLICATE))
+            b.effects.ack(msg, Ack(AckDecision.DUPLICATE))
             return
         if track.state.terminal:
-            b.effects.ack(msg, Ack(Decision.REJECTED_STALE, f"attempt already {track.state}"))
+            b.effects.ack(msg, Ack(AckDecision.REJECTED_STALE, f"attempt already {track.state}"))
             return
         values: dict[str, Any] = {"host": msg.worker_address, "worker_epoch": msg.worker_epoch}
         state, message, out_params = self._outcome(state, event.message, event.out_params)
@@ -338,7 +338,7 @@ class InstanceRunner:
         expected = _BEFORE_RUNNING if state is TaskState.RUNNING else _BEFORE_END
         if not self._write(b, track, expected, state, values, worker_epoch=msg.worker_epoch):
             self.s.metrics.stale_events += 1
-            b.effects.ack(msg, Ack(Decision.REJECTED_STALE, "attempt no longer matches"))
+            b.effects.ack(msg, Ack(AckDecision.REJECTED_STALE, "attempt no longer matches"))
             return
         track.host, track.worker_epoch = msg.worker_address, msg.worker_epoch
         self._set_state(b, track, state, message)
@@ -350,7 +350,7 @@ class InstanceRunner:
             self._arm_timeout_warning(b, track)
         elif track.started is not None:
             self._late_timeout_warning(b, track, event.event_time - track.started)
-        b.effects.ack(msg, Ack(Decision.ACCEPTED))
+        b.effects.ack(msg, Ack(AckDecision.ACCEPTED))
         await self._apply(b, self.execution.task_state(track.task, state, b.now))
 
     def _outcome(
@@ -733,7 +733,7 @@ class InstanceRunner:
     def _job(self, track: Track) -> DispatchJob:
         task = self.dag.tasks[track.task]
         assert task.kind is not None  # validated definitions always have a kind
-        spec = DispatchSpec(
+        spec = TaskExecution(
             task_instance_id=track.ti_id,
             attempt=track.attempt,
             workflow_instance_id=self.id,

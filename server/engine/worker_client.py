@@ -13,30 +13,10 @@ may have acted (a dispatch accepted, a kill delivered) before the answer was los
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
-from dsched.server.engine.jobs import DispatchSpec
-
-
-@dataclass(frozen=True, slots=True)
-class DispatchResult:
-    """A worker's answer for one attempt of a batch. ``accepted`` also covers an attempt the
-    worker had accepted before (dispatch is idempotent on task instance and attempt); not accepted
-    (full, stopping) means it does not run there."""
-
-    accepted: bool
-    log_path: str = ""
-    reason: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class DispatchReply:
-    """``results`` has one entry per dispatched attempt, in the order sent. ``worker_epoch`` is
-    the incarnation that answered: the fencing token of every attempt it accepted."""
-
-    worker_epoch: int
-    results: Sequence[DispatchResult]
+from dsched.server.protocol.dispatch import DispatchReply
+from dsched.server.protocol.execution import TaskExecution
 
 
 class WorkerCallError(Exception):
@@ -59,9 +39,11 @@ class WorkerClient(Protocol):
     """The master's calls to the worker listening at ``address``."""
 
     async def dispatch(
-        self, address: str, specs: Sequence[DispatchSpec], *, timeout: float
+        self, address: str, specs: Sequence[TaskExecution], *, timeout: float
     ) -> DispatchReply:
-        """Hands the attempts to the worker (``DispatchTasks``), idempotent per attempt."""
+        """Hands the attempts to the worker (``DispatchTasks``), idempotent per attempt. The reply
+        has one result per attempt, in the order sent; ``accepted`` also covers an attempt the
+        worker had accepted before."""
         ...
 
     async def kill(

@@ -22,16 +22,14 @@ from enum import StrEnum
 
 from dsched.options import TimeoutStrategy
 from dsched.server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
-from dsched.server.engine.jobs import DispatchSpec
-from dsched.server.engine.messages import Ack, Decision, EventType, TaskEventData, WorkerEvent
+from dsched.server.engine.messages import WorkerEvent
 from dsched.server.engine.runners import Runners
-from dsched.server.engine.worker_client import (
-    DispatchReply,
-    DispatchResult,
-    RequestRefused,
-    WorkerCallError,
-)
+from dsched.server.engine.worker_client import RequestRefused, WorkerCallError
 from dsched.server.heartbeat import HeartbeatInfo, ServerStatus, encode_heartbeat
+from dsched.server.protocol.ack import Ack, AckDecision
+from dsched.server.protocol.dispatch import Dispatch, DispatchOutcome, DispatchReply
+from dsched.server.protocol.event import TaskEvent, TaskEventType
+from dsched.server.protocol.execution import TaskExecution
 from dsched.spec import ShellSpec
 from dsched.worker.agent import worker_node
 
@@ -40,9 +38,9 @@ WAIT_S = 10.0  # a bound on every wait, never a measurement
 
 def dispatch_spec(
     task_instance_id: int, *, script: str = "true", owner: str = "127.0.0.1:7002", instance: int = 1
-) -> DispatchSpec:
+) -> TaskExecution:
     """An attempt as a runner would hand it to the dispatcher (attempt 1, shell ``script``)."""
-    return DispatchSpec(
+    return TaskExecution(
         task_instance_id=task_instance_id,
         attempt=1,
         workflow_instance_id=instance,
@@ -84,10 +82,10 @@ class Call:
 
 @dataclass(slots=True)
 class FakeAttempt:
-    spec: DispatchSpec
+    spec: TaskExecution
     owner_address: str
     owner_epoch: int
-    ended: EventType | None = None
+    ended: TaskEventType | None = None
 
 
 @dataclass(eq=False)
@@ -164,23 +162,23 @@ class FakeWorker:
         assert len(found) == 1, f"{task_name}: {len(found)} unfinished attempts on {self.address}"
         return found[0]
 
-    def ended(self, task_name: str) -> list[EventType | None]:
+    def ended(self, task_name: str) -> list[TaskEventType | None]:
         """How each attempt of ``task_name`` this worker had ended (None: not yet)."""
         return [a.ended for a in self.attempts.values() if a.spec.task_name == task_name]
 
     async def running(self, task_name: str) -> Ack:
-        return await self.report(self.attempt(task_name), EventType.RUNNING)
+        return await self.report(self.attempt(task_name), TaskEventType.RUNNING)
 
     async def succeed(self, task_name: str, out_params: dict[str, str] | None = None) -> Ack:
-        return await self.report(self.attempt(task_name), EventType.SUCCEEDED, out=out_params)
+        return await self.report(self.attempt(task_name), TaskEventType.SUCCEEDED, out=out_params)
 
     async def fail(self, task_name: str, exit_code: int = 1) -> Ack:
-        return await self.report(self.attempt(task_name), EventType.FAILED, exit_code=exit_code)
+        return await self.report(self.attempt(task_name), TaskEventType.FAILED, exit_code=exit_code)
 
     async def report(
         self,
         attempt: FakeAttempt,
-        kind: EventType,
+        kind: TaskEventType,
         *,
         exit_code: int = 0,
         out: dict[str, str] | None = None,
@@ -188,9 +186,9 @@ class FakeWorker:
         """Reports an event of ``attempt`` to its owner, as the worker's event stream does, and
         returns the master's acknowledgement."""
         spec = attempt.spec
-        if kind is not EventType.RUNNING:
+        if kind is not TaskEventType.RUNNING:
             attempt.ended = kind
-        data = TaskEventData(
+        data = TaskEvent(
             event_id=f"{self.address}-{self.epoch}-{next(self._event_ids)}",
             task_instance_id=spec.task_instance_id,
             attempt=spec.attempt,
@@ -207,7 +205,7 @@ class FakeWorker:
 
     # -- the calls ----------------------------------------------------------------------------
 
-    async def dispatch(self, specs: Sequence[DispatchSpec]) -> DispatchReply:
+    async def dispatch(self, specs: Sequence[TaskExecution]) -> DispatchReply:
         if self.mode is Mode.UNREACHABLE or not self.listening:
             raise WorkerCallError(self.address, "UNAVAILABLE", "fake: no answer")
         if self.mode is Mode.REFUSE or any(
@@ -215,16 +213,28 @@ class FakeWorker:
         ):
             raise RequestRefused(self.address, "INVALID_ARGUMENT", "fake: refused")
         if self.mode is Mode.FULL:
-            return DispatchReply(self.epoch, [DispatchResult(False, reason="full")] * len(specs))
+            return DispatchReply(
+                self.epoch,
+                [Dispatch(outcome=DispatchOutcome.REJECTED_FULL, reason="full")] * len(specs),
+            )
         results = []
         for spec in specs:
             key = (spec.task_instance_id, spec.attempt)
             if key in self.killed_unknown and key not in self.attempts:
-                results.append(DispatchResult(False, reason="killed before it arrived"))
+                results.append(
+                    Dispatch(
+                        outcome=DispatchOutcome.REJECTED_UNAVAILABLE,
+                        reason="killed before it arrived",
+                    )
+                )
                 continue
             if key not in self.attempts:
                 self.attempts[key] = FakeAttempt(spec, spec.owner_address, spec.owner_epoch)
-            results.append(DispatchResult(True, log_path=f"/fake/{spec.task_instance_id}.log"))
+            results.append(
+                Dispatch(
+                    outcome=DispatchOutcome.ACCEPTED, log_path=f"/fake/{spec.task_instance_id}.log"
+                )
+            )
         self.workers.changed()
         if self.mode is Mode.HOLD:
             await self._held.wait()
@@ -289,11 +299,11 @@ class FakeWorkers:
 
     # -- routing of events --------------------------------------------------------------------
 
-    async def deliver(self, data: TaskEventData, worker: FakeWorker, owner: str) -> Ack:
+    async def deliver(self, data: TaskEvent, worker: FakeWorker, owner: str) -> Ack:
         runners = self.owners.get(owner)
         runner = None if runners is None else runners.get(data.workflow_instance_id)
         if runner is None or runner.done:
-            return Ack(Decision.NOT_OWNER, "no runner drives the instance")
+            return Ack(AckDecision.NOT_OWNER, "no runner drives the instance")
         reply: asyncio.Future[Ack] = asyncio.get_running_loop().create_future()
         runner.post(WorkerEvent(data, worker.address, worker.epoch, reply))
         async with asyncio.timeout(WAIT_S):
@@ -315,7 +325,7 @@ class FakeWorkers:
         return worker, worker.find(call.task_instance_ids[0], attempt)
 
     async def dispatch(
-        self, address: str, specs: Sequence[DispatchSpec], *, timeout: float
+        self, address: str, specs: Sequence[TaskExecution], *, timeout: float
     ) -> DispatchReply:
         self.calls.append(Call("dispatch", address, tuple(s.task_instance_id for s in specs)))
         self.changed()
@@ -333,7 +343,7 @@ class FakeWorkers:
                 worker.killed_unknown.add((task_instance_id, attempt))
             return False
         # A real worker answers first and reports KILLED once the process group is gone.
-        task = asyncio.get_running_loop().create_task(worker.report(found, EventType.KILLED))
+        task = asyncio.get_running_loop().create_task(worker.report(found, TaskEventType.KILLED))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return True

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from dsched.worker.execution import TaskExecution
+from dsched.server.protocol.execution import TaskExecution
 
 
 class SpawnError(Exception):

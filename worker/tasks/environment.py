@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from dsched.names import param_name_problem
-from dsched.worker.execution import TaskExecution
+from dsched.server.protocol.execution import TaskExecution
 
 DEFAULT_ALLOW: tuple[str, ...] = (
     "PATH",

@@ -31,8 +31,8 @@ import errno
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from dsched.server.protocol.execution import TaskExecution
 from dsched.spec import ShellSpec
-from dsched.worker.execution import TaskExecution
 from dsched.worker.process import ProcessGroup
 from dsched.worker.tasks import environment
 from dsched.worker.tasks.base import OutputSink, RunningTask, SpawnError, TaskExit

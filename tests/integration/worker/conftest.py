@@ -29,6 +29,12 @@ from dsched.server.coord.registry import (
 )
 from dsched.server.core.backoff import Backoff
 from dsched.server.heartbeat import HostSample
+from dsched.server.protocol.ack import Ack, AckDecision
+from dsched.server.protocol.event import TaskEvent, TaskEventType
+from dsched.server.protocol.execution import TaskExecution
+from dsched.server.protocol.wire.ack import acks_to_proto
+from dsched.server.protocol.wire.event import event_from_proto
+from dsched.server.protocol.wire.execution import execution_to_proto
 from dsched.spec import ShellSpec
 from dsched.v1 import (
     log_service_pb2_grpc,
@@ -39,8 +45,6 @@ from dsched.v1 import (
 )
 from dsched.worker.agent import Sampler
 from dsched.worker.app import Worker, WorkerOptions
-from dsched.worker.convert import acks_to_proto, event_from_proto, execution_to_proto
-from dsched.worker.execution import Ack, AckDecision, TaskEvent, TaskEventType, TaskExecution
 
 WAIT_S = 20.0
 

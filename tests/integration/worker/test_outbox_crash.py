@@ -21,7 +21,7 @@ CHILD = textwrap.dedent(
     from datetime import UTC, datetime
     from pathlib import Path
     from dsched.worker import outbox as module
-    from dsched.worker.execution import TaskEvent, TaskEventType
+    from dsched.server.protocol.event import TaskEvent, TaskEventType
 
     module.COMPACT_BYTES = 4096  # compact every few dozen events
     fsync = sys.argv[2] == "fsync"

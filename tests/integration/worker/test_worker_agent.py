@@ -7,8 +7,8 @@ import os
 from dsched.server.constants import WORKERS_PATH
 from dsched.server.coord.registry import ConnectionState
 from dsched.server.heartbeat import HostSample, Thresholds
+from dsched.server.protocol.event import TaskEventType
 from dsched.v1 import enums_pb2, registry_pb2
-from dsched.worker.execution import TaskEventType
 
 
 def heartbeat(harness, worker) -> registry_pb2.RegistryNode:

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dsched.worker.execution import TaskEventType, TaskExecution
+from dsched.server.protocol.event import TaskEventType
+from dsched.server.protocol.execution import TaskExecution
 from dsched.worker.log_expiry import DAY_S, expire_logs
 
 SUCCEEDED, FAILED = TaskEventType.SUCCEEDED, TaskEventType.FAILED

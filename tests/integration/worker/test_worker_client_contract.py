@@ -14,8 +14,8 @@ import pytest
 
 from dsched.server.coord.embedded import EmbeddedEnsemble
 from dsched.server.engine.grpc_worker_client import GrpcWorkerClient
-from dsched.server.engine.jobs import DispatchSpec
 from dsched.server.engine.worker_client import RequestRefused, WorkerCallError, WorkerClient
+from dsched.server.protocol.execution import TaskExecution
 from tests.conftest import free_port
 from tests.fakes.worker import FakeWorker, FakeWorkers, Mode, dispatch_spec
 from tests.integration.worker.conftest import Harness
@@ -36,21 +36,21 @@ class Side:
     leave: Callable[[], Awaitable[None]]  # the worker goes away, its port closed
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(5000))
 
-    def spec(self, script: str = "true") -> DispatchSpec:
+    def spec(self, script: str = "true") -> TaskExecution:
         return dispatch_spec(next(self.ids), script=script, owner=self.owner, instance=77)
 
-    async def dispatch(self, *specs: DispatchSpec) -> list[bool]:
+    async def dispatch(self, *specs: TaskExecution) -> list[bool]:
         reply = await self.client.dispatch(self.address, specs, timeout=TIMEOUT_S)
         assert reply.worker_epoch == self.epoch
         assert len(reply.results) == len(specs)
         return [r.accepted for r in reply.results]
 
-    async def kill(self, spec: DispatchSpec) -> bool:
+    async def kill(self, spec: TaskExecution) -> bool:
         return await self.client.kill(
             self.address, spec.task_instance_id, spec.attempt, "test", timeout=TIMEOUT_S
         )
 
-    async def take_over(self, spec: DispatchSpec) -> bool:
+    async def take_over(self, spec: TaskExecution) -> bool:
         return await self.client.take_over(
             self.address,
             spec.task_instance_id,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from dsched.server.protocol.ack import Ack, AckDecision
+from dsched.server.protocol.event import TaskEventType
 from dsched.v1 import log_service_pb2, worker_service_pb2
-from dsched.worker.execution import Ack, AckDecision, TaskEventType
 from dsched.worker.outbox import stored_entries
 
 KILLED, RUNNING, SUCCEEDED = TaskEventType.KILLED, TaskEventType.RUNNING, TaskEventType.SUCCEEDED

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from dsched.worker.execution import Ack, AckDecision, TaskEventType
+from dsched.server.protocol.ack import Ack, AckDecision
+from dsched.server.protocol.event import TaskEventType
 from dsched.worker.outbox import stored_entries
 
 RUNNING, SUCCEEDED = TaskEventType.RUNNING, TaskEventType.SUCCEEDED

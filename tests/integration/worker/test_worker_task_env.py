@@ -10,10 +10,10 @@ import re
 import resource
 from pathlib import Path
 
+from dsched.server.protocol.event import TaskEventType
 from dsched.spec import MAX_PARAM_VALUE_BYTES
 from dsched.v1 import enums_pb2
 from dsched.worker.attempt import NO_PROCESS_EXIT_CODE
-from dsched.worker.execution import TaskEventType
 from dsched.worker.tasks.environment import identities
 
 SUCCEEDED, FAILED = TaskEventType.SUCCEEDED, TaskEventType.FAILED

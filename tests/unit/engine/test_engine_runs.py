@@ -13,7 +13,8 @@ from datetime import timedelta
 
 from dsched.server.core.controls import ControlKind
 from dsched.server.core.records import TaskInstanceRecord
-from dsched.server.engine.messages import Decision, EventType
+from dsched.server.protocol.ack import AckDecision
+from dsched.server.protocol.event import TaskEventType
 from dsched.states import TaskState, WorkflowState
 from tests.fakes.worker import FakeWorkers, Mode
 from tests.unit.core.specs import task, workflow
@@ -37,7 +38,7 @@ async def test_a_small_dag_runs_to_succeeded(engine: Engine) -> None:
     await worker.holding(1)
     await worker.running("a")
     ack = await worker.succeed("a")
-    assert ack.decision is Decision.ACCEPTED
+    assert ack.decision is AckDecision.ACCEPTED
     await worker.holding(3)
     await worker.succeed("b")
     await worker.succeed("c")
@@ -59,9 +60,9 @@ async def test_a_repeated_event_is_a_duplicate(engine: Engine) -> None:
     instance_id = await engine.start_run(workflow(task("a"), task("b", "a")))
     await worker.holding(1)
     attempt = worker.attempt("a")
-    assert (await worker.succeed("a")).decision is Decision.ACCEPTED
-    again = await worker.report(attempt, EventType.SUCCEEDED)
-    assert again.decision in (Decision.DUPLICATE, Decision.REJECTED_STALE)
+    assert (await worker.succeed("a")).decision is AckDecision.ACCEPTED
+    again = await worker.report(attempt, TaskEventType.SUCCEEDED)
+    assert again.decision in (AckDecision.DUPLICATE, AckDecision.REJECTED_STALE)
     await worker.holding(2)
     await worker.succeed("b")
     assert (await engine.until(instance_id)).state is WorkflowState.SUCCEEDED
@@ -156,7 +157,7 @@ async def test_stop_while_the_dispatch_has_not_answered_kills_the_attempt_there(
     await stopping
     assert (await engine.until(instance_id)).state is WorkflowState.STOPPED
     assert summary(await engine.attempts(instance_id)) == [("a", 1, TaskState.KILLED, True)]
-    assert slow.ended("a") == [EventType.KILLED]
+    assert slow.ended("a") == [TaskEventType.KILLED]
     assert len(engine.workers.dispatched()) == 1  # b never went out
 
 
@@ -252,7 +253,7 @@ async def test_a_worker_that_left_but_may_live_gets_the_failover_delay(engine: E
     assert (await engine.until(instance_id)).state is WorkflowState.SUCCEEDED
     assert [a.valid for a in await engine.attempts(instance_id)] == [False, True]
     late = await first.succeed("a")
-    assert late.decision is not Decision.ACCEPTED
+    assert late.decision is not AckDecision.ACCEPTED
     ran_once(engine.workers)
 
 
@@ -292,7 +293,7 @@ async def test_a_master_that_crashed_is_taken_over_without_running_anything_twic
     await world.workers.wait_for(
         lambda: worker.attempt("a").owner_address == successor.services.cluster_address
     )
-    assert (await worker.succeed("a")).decision is Decision.ACCEPTED
+    assert (await worker.succeed("a")).decision is AckDecision.ACCEPTED
     await worker.holding(3)
     await worker.succeed("c")
     instance = await successor.until(instance_id)

@@ -1,4 +1,4 @@
-"""The worker's proto seam: dispatch validation, round trips, acknowledgements."""
+"""The protocol's proto seam: dispatch validation, round trips, acknowledgements, log reads."""
 
 from __future__ import annotations
 
@@ -9,18 +9,14 @@ import pytest
 
 from dsched.errors import InvalidArgument
 from dsched.options import TimeoutStrategy
+from dsched.server.protocol.ack import Ack, AckDecision
+from dsched.server.protocol.event import TaskEventType
+from dsched.server.protocol.log_read import MAX_LOG_READ, LogRead
+from dsched.server.protocol.wire.ack import acks_from_proto, acks_to_proto
+from dsched.server.protocol.wire.event import event_from_bytes, event_to_bytes
+from dsched.server.protocol.wire.execution import execution_from_request, execution_to_proto
+from dsched.server.protocol.wire.log_read import log_read_from_request
 from dsched.v1 import enums_pb2, log_service_pb2, task_event_service_pb2, worker_service_pb2
-from dsched.worker.convert import (
-    MAX_LOG_READ,
-    acks_from_proto,
-    acks_to_proto,
-    event_from_bytes,
-    event_to_bytes,
-    execution_from_request,
-    execution_to_proto,
-    log_read_from_request,
-)
-from dsched.worker.execution import Ack, AckDecision, TaskEventType
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 
@@ -88,8 +84,8 @@ def test_acks_round_trip_and_unknown_decisions() -> None:
 
 def test_log_requests_cap_the_length() -> None:
     read = log_service_pb2.ReadTaskLogRequest
-    assert log_read_from_request(read(task_instance_id=3)) == (3, 0, MAX_LOG_READ)
-    assert log_read_from_request(read(task_instance_id=3, offset=9, length=10)) == (3, 9, 10)
-    assert log_read_from_request(read(task_instance_id=3, length=10**9))[2] == MAX_LOG_READ
+    assert log_read_from_request(read(task_instance_id=3)) == LogRead(3, 0, MAX_LOG_READ)
+    assert log_read_from_request(read(task_instance_id=3, offset=9, length=10)) == LogRead(3, 9, 10)
+    assert log_read_from_request(read(task_instance_id=3, length=10**9)).length == MAX_LOG_READ
     tail = log_service_pb2.TailTaskLogRequest(task_instance_id=3, offset=7, follow=True)
-    assert log_read_from_request(tail) == (3, 7, MAX_LOG_READ)
+    assert log_read_from_request(tail) == LogRead(3, 7, MAX_LOG_READ)

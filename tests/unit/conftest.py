@@ -1,4 +1,4 @@
-"""Fixtures for worker unit tests: attempts and events as plain records."""
+"""Fixtures for unit tests: attempts and events as plain protocol values."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from dsched.server.protocol.event import TaskEvent, TaskEventType
+from dsched.server.protocol.execution import TaskExecution
 from dsched.spec import ShellSpec
-from dsched.worker.execution import TaskEvent, TaskEventType, TaskExecution
 
 T0 = datetime(2024, 2, 29, 23, 59, 59, tzinfo=UTC)
 

@@ -1,0 +1,166 @@
+"""Hypothesis strategies for the protocol tests: valid values, and hostile messages.
+
+A hostile message is any message of the type a peer could put on the wire: every field set (or not)
+to any value its wire type allows, enum fields to numbers the proto does not define, timestamps and
+durations outside their documented ranges, nested messages filled the same way.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
+from hypothesis import strategies as st
+
+from dsched.names import param_name_problem
+from dsched.options import TimeoutStrategy
+from dsched.server.protocol.event import TaskEvent, TaskEventType
+from dsched.server.protocol.execution import TaskExecution
+from dsched.spec import ShellSpec
+
+M = TypeVar("M", bound=Message)
+
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+# Small numbers and the edges are where checks go wrong; the rest of the range is rarely different.
+_EDGES64 = st.sampled_from([-(2**63), -1, 0, 1, 2, 2**31 - 1, 2**31, 2**63 - 1])
+_RANGES = {
+    FieldDescriptor.TYPE_INT32: INT32,
+    FieldDescriptor.TYPE_SINT32: INT32,
+    FieldDescriptor.TYPE_SFIXED32: INT32,
+    FieldDescriptor.TYPE_ENUM: INT32,
+    FieldDescriptor.TYPE_INT64: INT64,
+    FieldDescriptor.TYPE_SINT64: INT64,
+    FieldDescriptor.TYPE_SFIXED64: INT64,
+    FieldDescriptor.TYPE_UINT32: (0, 2**32 - 1),
+    FieldDescriptor.TYPE_FIXED32: (0, 2**32 - 1),
+    FieldDescriptor.TYPE_UINT64: (0, 2**64 - 1),
+    FieldDescriptor.TYPE_FIXED64: (0, 2**64 - 1),
+}
+# Hostile text: short, with the characters checks care about (controls, NUL, spaces, non-ASCII).
+_TEXT = st.one_of(
+    st.text(max_size=24),
+    st.sampled_from(["", " ", "\x00", "a\nb", "127.0.0.1:1", "h:1 ", "é", "x" * 300]),
+)
+
+
+def _scalar(field: FieldDescriptor) -> st.SearchStrategy[Any]:
+    if field.type == FieldDescriptor.TYPE_BOOL:
+        return st.booleans()
+    if field.type == FieldDescriptor.TYPE_STRING:
+        return _TEXT
+    if field.type == FieldDescriptor.TYPE_BYTES:
+        return st.binary(max_size=24)
+    if field.type in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT):
+        return st.floats(allow_nan=True, width=32)
+    low, high = _RANGES[field.type]
+    return st.one_of(st.integers(low, high), _EDGES64.filter(lambda v: low <= v <= high))
+
+
+@st.composite
+def _fill(draw: st.DrawFn, cls: type[M], depth: int) -> M:
+    msg = cls()
+    _fill_into(draw, msg, msg.DESCRIPTOR, depth)
+    return msg
+
+
+def _fill_into(draw: st.DrawFn, msg: Message, descriptor: Any, depth: int) -> None:
+    # ``descriptor`` is a Descriptor (the upb one at run time, which the stubs type apart).
+    for field in descriptor.fields:
+        if not draw(st.booleans()):
+            continue  # left unset
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            key_field, value_field = field.message_type.fields
+            entries = draw(st.dictionaries(_scalar(key_field), _scalar(value_field), max_size=3))
+            getattr(msg, field.name).update(entries)
+        elif field.message_type is not None:
+            count = draw(st.integers(0, 3)) if _repeated(field) else 1
+            if depth <= 0:
+                continue
+            for _ in range(count):
+                target = getattr(msg, field.name)
+                child = target.add() if _repeated(field) else target
+                child.SetInParent()
+                _fill_into(draw, child, field.message_type, depth - 1)
+        elif _repeated(field):
+            getattr(msg, field.name).extend(draw(st.lists(_scalar(field), max_size=3)))
+        else:
+            setattr(msg, field.name, draw(_scalar(field)))
+
+
+def _repeated(field: FieldDescriptor) -> bool:
+    return bool(field.is_repeated)
+
+
+def hostile(cls: type[M], depth: int = 3) -> st.SearchStrategy[M]:
+    """Any message of type ``cls``, or the decoding of any bytes that parse as one."""
+    built = _fill(cls, depth)
+    parsed = st.binary(max_size=64).flatmap(lambda data: _parsed(cls, data))
+    return st.one_of(built, parsed)
+
+
+def _parsed(cls: type[M], data: bytes) -> st.SearchStrategy[M]:
+    try:
+        return st.just(cls.FromString(data))
+    except Exception:  # not a message of that type: nothing to draw from these bytes
+        return st.nothing()
+
+
+# Valid values: what a master or a worker builds.
+
+_IDS = st.integers(1, 2**63 - 1)
+_ATTEMPTS = st.integers(1, 2**31 - 1)
+_EPOCHS = st.integers(0, 2**63 - 1)
+ADDRESSES = st.from_regex(r"[a-z0-9.-]{1,20}:[0-9]{1,5}", fullmatch=True)
+_PARAM_NAMES = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True).filter(
+    lambda n: param_name_problem(n) is None
+)
+_VALUES = st.text(max_size=40).filter(lambda v: "\x00" not in v)
+PARAMS = st.dictionaries(_PARAM_NAMES, _VALUES, max_size=4)
+TIMES = st.datetimes(
+    min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)
+)
+
+
+@st.composite
+def executions(draw: st.DrawFn) -> TaskExecution:
+    return TaskExecution(
+        task_instance_id=draw(_IDS),
+        attempt=draw(_ATTEMPTS),
+        workflow_instance_id=draw(_IDS),
+        workflow_code=draw(_EPOCHS),
+        workflow_version=draw(st.integers(0, 2**31 - 1)),
+        task_name=draw(st.from_regex(r"[A-Za-z][A-Za-z0-9 _-]{0,20}[a-z]", fullmatch=True)),
+        idempotency_key=draw(st.from_regex(r"[ -~]{1,256}", fullmatch=True)),
+        kind=ShellSpec(script=draw(_VALUES)),
+        owner_address=draw(ADDRESSES),
+        owner_epoch=draw(_EPOCHS),
+        submit_time=draw(TIMES),
+        params=draw(PARAMS),
+        timeout=draw(st.timedeltas(min_value=timedelta(0), max_value=timedelta(days=7))),
+        timeout_strategy=draw(st.sampled_from(TimeoutStrategy)),
+        dry_run=draw(st.booleans()),
+    )
+
+
+@st.composite
+def events(draw: st.DrawFn) -> TaskEvent:
+    return TaskEvent(
+        event_id=draw(st.text(min_size=1, max_size=64)),
+        task_instance_id=draw(_IDS),
+        attempt=draw(_ATTEMPTS),
+        workflow_instance_id=draw(_IDS),
+        type=draw(st.sampled_from(TaskEventType)),
+        event_time=draw(TIMES),
+        exit_code=draw(st.integers(*INT32)),
+        out_params=draw(PARAMS),
+        pid=draw(st.integers(0, 2**31 - 1)),
+        log_path=draw(st.text(max_size=40)),
+        message=draw(st.text(max_size=40)),
+    )
+
+
+ATTEMPT_KEYS = st.tuples(_IDS, _ATTEMPTS)
+EPOCHS = _EPOCHS
