@@ -199,17 +199,24 @@ class Dispatcher:
                 else:
                     rejected.append(job)
             if rejected:
-                # Rejected means not accepted: after a pause they may go to any worker.
+                # Rejected means not accepted: after a pause they may go to any worker. They are
+                # not under way meanwhile, so a dispatch timeout that passes now fails them.
+                for job in rejected:
+                    _release(job)
                 await asyncio.sleep(delay)
                 for job in rejected:
                     self._requeue(job)
             return
 
     def _requeue(self, job: DispatchJob) -> None:
-        # Rejected or its worker gone: it does not run there, so it may go anywhere now.
-        job.sent, job.target, job.pinned = False, "", ""
+        _release(job)
         if not job.cancelled:
             self.submit(job)
+
+
+def _release(job: DispatchJob) -> None:
+    # Rejected or its worker gone: it does not run there, so it may go anywhere now.
+    job.sent, job.target, job.pinned = False, "", ""
 
 
 def job_bytes(job: DispatchJob) -> int:

@@ -213,6 +213,20 @@ async def test_the_dispatch_timeout_fails_an_attempt_no_worker_took(engine: Engi
     assert engine.workers.calls == []
 
 
+async def test_the_dispatch_timeout_also_fails_an_attempt_every_worker_rejects(
+    engine: Engine,
+) -> None:
+    full = await engine.workers.add(mode=Mode.FULL)
+    instance_id = await engine.start_run(
+        workflow(task("a")), dispatch_timeout=timedelta(milliseconds=100)
+    )
+    assert (await engine.until(instance_id)).state is WorkflowState.FAILED
+    [attempt] = await engine.attempts(instance_id)
+    assert attempt.state is TaskState.FAILED
+    assert "no worker took it within the dispatch timeout" in attempt.state_reason
+    assert full.attempts == {}
+
+
 async def test_a_worker_that_is_gone_has_its_attempt_run_again_elsewhere(engine: Engine) -> None:
     first = await engine.workers.add()
     instance_id = await engine.start_run(workflow(task("a"), task("b", "a")))
