@@ -19,7 +19,7 @@ from dsched.errors import FailedPrecondition
 from dsched.server.api import convert
 from dsched.server.api.context import MasterContext
 from dsched.server.api.idempotency import recall, remember_answer
-from dsched.server.api.validation import Checks
+from dsched.server.api.validation import check_id_request
 from dsched.server.app import controls
 from dsched.server.core.controls import ControlKind
 from dsched.v1 import enums_pb2
@@ -72,10 +72,7 @@ class ControlsApi:
         response_type: type[R],
         context: Ctx,
     ) -> R:
-        checks = Checks()
-        checks.positive_id("id", request.id)
-        checks.request_id(request.request_id)
-        checks.raise_if_any()
+        check_id_request(request.id, request.request_id)
         stored = await recall(self.ctx, request, method, response_type)
         if stored is not None and stored.instance.id != request.id:
             raise FailedPrecondition(

@@ -10,11 +10,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from google.protobuf.timestamp_pb2 import Timestamp
 from grpc import aio
 
 from dsched.convert import HISTORY_KIND
 from dsched.options import HistoryKind
+from dsched.server.api import convert
 from dsched.server.api.context import MasterContext
 from dsched.server.api.idempotency import recall, remember_answer
 from dsched.server.api.validation import Checks
@@ -28,20 +28,12 @@ MAX_AGE = timedelta(days=36500)  # a cutoff before year 1 cannot be computed
 _NAMES = ", ".join(k.value for k in HistoryKind)
 
 
-def _stamp(value: Any) -> Timestamp | None:
-    if value is None:
-        return None
-    stamp = Timestamp()
-    stamp.FromDatetime(value)
-    return stamp
-
-
 def _tally(tally: Tally) -> pb.HistoryTally:
     return pb.HistoryTally(
         kind=HISTORY_KIND.number(tally.kind),
         count=tally.count,
-        oldest=_stamp(tally.oldest),
-        newest=_stamp(tally.newest),
+        oldest=convert.timestamp(tally.oldest),
+        newest=convert.timestamp(tally.newest),
     )
 
 

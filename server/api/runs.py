@@ -19,7 +19,7 @@ from dsched.options import FailureStrategy, Priority, TaskDependType
 from dsched.server.api import convert
 from dsched.server.api.context import MasterContext
 from dsched.server.api.idempotency import once
-from dsched.server.api.validation import Checks
+from dsched.server.api.validation import Checks, check_id_request
 from dsched.server.app import runs, tasks
 from dsched.server.app.transaction import Transaction
 from dsched.server.core.records import InstanceRecord, RunOptions, RunScope
@@ -40,13 +40,6 @@ R = TypeVar(
     pb.RecoverFailedWorkflowInstanceResponse,
     pb.ExecuteFromTaskResponse,
 )
-
-
-def _id_checks(instance_id: int, request_id: str) -> None:
-    checks = Checks()
-    checks.positive_id("id", instance_id)
-    checks.request_id(request_id)
-    checks.raise_if_any()
 
 
 def _depend_type(checks: Checks, number: int) -> TaskDependType:
@@ -126,7 +119,7 @@ class RunsApi:
     async def ResumeWorkflowInstance(
         self, request: pb.ResumeWorkflowInstanceRequest, context: Ctx
     ) -> Any:
-        _id_checks(request.id, request.request_id)
+        check_id_request(request.id, request.request_id)
         return await self._restart(
             request, "ResumeWorkflowInstance", pb.ResumeWorkflowInstanceResponse, runs.resume
         )
@@ -134,7 +127,7 @@ class RunsApi:
     async def RerunWorkflowInstance(
         self, request: pb.RerunWorkflowInstanceRequest, context: Ctx
     ) -> Any:
-        _id_checks(request.id, request.request_id)
+        check_id_request(request.id, request.request_id)
         return await self._restart(
             request, "RerunWorkflowInstance", pb.RerunWorkflowInstanceResponse, runs.rerun
         )
@@ -142,7 +135,7 @@ class RunsApi:
     async def RecoverFailedWorkflowInstance(
         self, request: pb.RecoverFailedWorkflowInstanceRequest, context: Ctx
     ) -> Any:
-        _id_checks(request.id, request.request_id)
+        check_id_request(request.id, request.request_id)
         return await self._restart(
             request,
             "RecoverFailedWorkflowInstance",
@@ -179,7 +172,7 @@ class RunsApi:
     async def ForceTaskInstanceSuccess(
         self, request: pb.ForceTaskInstanceSuccessRequest, context: Ctx
     ) -> Any:
-        _id_checks(request.id, request.request_id)
+        check_id_request(request.id, request.request_id)
 
         async def work(tx: Transaction) -> pb.ForceTaskInstanceSuccessResponse:
             forced = await tasks.force_success(tx, request.id)

@@ -94,3 +94,12 @@ class Checks:
                 ),
                 violations=self.violations,
             )
+
+
+def check_id_request(target_id: int, request_id: str) -> None:
+    """Checks a mutating request that names one object by ``id`` (an instance, a task instance)
+    and carries a ``request_id``."""
+    checks = Checks()
+    checks.positive_id("id", target_id)
+    checks.request_id(request_id)
+    checks.raise_if_any()
