@@ -252,6 +252,12 @@ class Execution:
         killing = self._ending or self.phase is WorkflowState.READY_STOP
         return [Cancel(task, task_instance_id, TaskState.KILLED if killing else TaskState.PAUSED)]
 
+    def rebind(self, ids: Mapping[int, int]) -> None:
+        """Attempts bound with provisional ids (:meth:`attempt_created` before their ids were
+        known) get their real ones: ``ids`` maps one to the other."""
+        for t in self._tasks.values():
+            t.ti_id = ids.get(t.ti_id, t.ti_id)
+
     def task_state(self, task: str, state: TaskState, now: datetime) -> list[Action]:
         """Records the new state of the task's current attempt and returns what follows from it."""
         t = self._tasks[task]

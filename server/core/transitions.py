@@ -1,14 +1,18 @@
 """State machines of workflow and task instances, as tables (ARCHITECTURE.md §8.3).
 
-Every transition the engine or the API persists is checked against these tables first; a forbidden
-one raises :class:`~dsched.errors.IllegalTransition` (FAILED_PRECONDITION on the wire). The tables
-follow DolphinScheduler's state set with dsched's
-names.
+The store refuses every state write these tables forbid (``server/store/guard.py``): a forbidden one
+raises :class:`~dsched.errors.IllegalTransition` (FAILED_PRECONDITION on the wire) and stores
+nothing. The tables follow DolphinScheduler's state set with dsched's names.
+
+A write may pass through states on its way (a *path*): an owner's batch coalesces what happened to
+one row, so READY_PAUSE then PAUSED reach the store as one write from RUNNING, and every step of
+the path is checked. A write that keeps the state of a live row (a waiting reason on a SUBMITTED
+attempt) is a field update, not a transition; a finished row's fields never change that way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from dsched.errors import IllegalTransition
 from dsched.states import TaskState, WorkflowState
@@ -55,6 +59,9 @@ TASK_TRANSITIONS: Mapping[TaskState, frozenset[TaskState]] = {
     T.FORCED_SUCCESS: frozenset(),
 }
 
+# The states an attempt is created in (creation is no transition, but must not skip the table).
+TASK_INITIAL = frozenset({T.SUBMITTED, T.DELAY_EXECUTION})
+
 # What clients may ask for, by current state.
 CAN_PAUSE = frozenset({W.RUNNING})
 CAN_STOP_VIA_OWNER = frozenset({W.RUNNING, W.READY_PAUSE})
@@ -73,6 +80,26 @@ def workflow_transition_allowed(src: WorkflowState, dst: WorkflowState) -> bool:
 
 def task_transition_allowed(src: TaskState, dst: TaskState) -> bool:
     return dst in TASK_TRANSITIONS[src]
+
+
+def task_path_allowed(src: TaskState, path: Iterable[TaskState]) -> bool:
+    """Whether a task instance in ``src`` may be written through ``path`` (its last state is the
+    one stored): every step is in the table or keeps a live state."""
+    for dst in path:
+        if not (dst in TASK_TRANSITIONS[src] or (dst is src and not src.terminal)):
+            return False
+        src = dst
+    return True
+
+
+def workflow_path_allowed(src: WorkflowState, path: Iterable[WorkflowState]) -> bool:
+    """Whether a workflow instance in ``src`` may be written through ``path`` (see
+    :func:`task_path_allowed`)."""
+    for dst in path:
+        if not (dst in WORKFLOW_TRANSITIONS[src] or (dst is src and not src.terminal)):
+            return False
+        src = dst
+    return True
 
 
 def check_workflow_transition(src: WorkflowState, dst: WorkflowState, *, instance_id: int) -> None:

@@ -32,9 +32,12 @@ from dsched.server.core.records import (
     TaskInstanceRecord,
     WorkflowRecord,
 )
+from dsched.server.engine.executor import EffectExecutor
+from dsched.server.engine.run_state import RunState, Settings
 from dsched.server.engine.runner import InstanceRunner
 from dsched.server.engine.runners import Runners
 from dsched.server.engine.services import EngineServices
+from dsched.server.store import controls as control_repo
 from dsched.server.store import definitions, events
 from dsched.server.store import instances as instance_repo
 from dsched.server.store import task_instances as ti_repo
@@ -69,6 +72,7 @@ class CommandConsumer:
         self.paused = False
         self._first_seen: dict[int, float] = {}  # command id -> loop time it was first seen
         self._task: asyncio.Task[None] | None = None
+        self.executor = EffectExecutor(services)  # runs the effects of every runner it builds
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="command-consumer")
@@ -189,7 +193,21 @@ class CommandConsumer:
             last,
             phase=instance.state,
         )
-        return InstanceRunner(self.s, instance, workflow, execution, attempts, self.runners.on_exit)
+        settings = Settings(
+            address=self.s.address,
+            cluster_address=self.s.cluster_address,
+            default_group=self.s.default_group,
+            dispatch_timeout=self.s.dispatch_timeout,
+        )
+        runner = InstanceRunner(
+            self.s,
+            self.executor,
+            RunState.restore(instance, workflow, execution, attempts, settings, lambda m: None),
+            self.runners.on_exit,
+            await control_repo.pending(conn, instance.id),
+        )
+        runner.state.on_dispatched = runner.post
+        return runner
 
 
 def _plan(

@@ -1,5 +1,7 @@
-"""Side effects of a runner batch, collected during the transaction and run after it committed.
+"""The side effects of a runner batch, as a value (ARCHITECTURE.md §3 step 3).
 
+A decision (``server/engine/decision.py``) describes its effects here; the
+:class:`~dsched.server.engine.executor.EffectExecutor` carries them out after the batch committed.
 Nothing here may run before the commit: a worker must never see an acknowledgement, a dispatch or a
 kill for a change that could still roll back.
 """
@@ -7,16 +9,36 @@ kill for a change that could still roll back.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 from dsched.server.core.records import InstanceRecord
 from dsched.server.engine.jobs import DispatchJob
-from dsched.server.engine.messages import Message, WorkerEvent
+from dsched.server.engine.messages import (
+    DelayDue,
+    DispatchDue,
+    KillUnanswered,
+    Message,
+    TimeoutWarning,
+    WorkerEvent,
+)
 from dsched.server.protocol.ack import Ack
 
-if TYPE_CHECKING:
-    from dsched.server.engine.runner import InstanceRunner
+
+class Mailbox(Protocol):
+    """What effects need of the runner they belong to: its instance and its message queue."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def instance(self) -> InstanceRecord: ...
+
+    def post(self, message: Message) -> None: ...
+
+    def schedule(self, delay: float, message: Message) -> None: ...
 
 
 @dataclass(slots=True)
@@ -29,6 +51,7 @@ class Effects:
     replies: list[asyncio.Future[InstanceRecord]] = field(default_factory=list)
     # Futures to complete after the commit: with None (done) or with the exception (a refusal).
     answers: list[tuple[asyncio.Future[Any], BaseException | None]] = field(default_factory=list)
+    counters: Counter[str] = field(default_factory=Counter)  # engine metrics to add
 
     def ack(self, event: WorkerEvent, ack: Ack) -> None:
         self.acks.append((event, ack))
@@ -54,26 +77,26 @@ class Effects:
     def refuse(self, future: asyncio.Future[Any], error: BaseException) -> None:
         self.answers.append((future, error))
 
-    def run(self, runner: InstanceRunner) -> None:
-        """Carries the effects out (called once, right after the batch committed)."""
-        for event, ack in self.acks:
-            if not event.reply.done():
-                event.reply.set_result(ack)
+    def count(self, metric: str, by: int = 1) -> None:
+        self.counters[metric] += by
+
+    def bind(self, ids: Mapping[int, int]) -> None:
+        """Replaces the provisional ids of attempts created by the batch (``server/store/
+        batch.py``) with the ids the commit gave them."""
+        if not ids:
+            return
         for job in self.dispatches:
-            if not job.cancelled:
-                runner.s.dispatcher.submit(job)
-        for ti_id, attempt, target in self.kills:
-            runner.s.spawn(runner.s.kill_task(runner, ti_id, attempt, target))
-        for ti_id, attempt, host, epoch in self.adopts:
-            runner.s.spawn(runner.s.take_over(runner, ti_id, attempt, host, epoch))
-        for delay, message in self.timers:
-            runner.schedule(delay, message)
-        for future in self.replies:
-            runner.s.spawn(runner.s.reply_with_instance(runner.id, future))
-        for answer, error in self.answers:
-            if answer.done():
-                continue
-            if error is None:
-                answer.set_result(None)
-            else:
-                answer.set_exception(error)
+            real = ids.get(job.spec.task_instance_id)
+            if real is not None:
+                job.spec = replace(job.spec, task_instance_id=real)
+                job.order = (job.order[0], job.order[1], real)
+        self.timers = [(delay, _bound(message, ids)) for delay, message in self.timers]
+
+
+_BY_ATTEMPT = (DelayDue, DispatchDue, TimeoutWarning, KillUnanswered)
+
+
+def _bound(message: Message, ids: Mapping[int, int]) -> Message:
+    if isinstance(message, _BY_ATTEMPT) and message.task_instance_id in ids:
+        return replace(message, task_instance_id=ids[message.task_instance_id])
+    return message

@@ -7,12 +7,13 @@ import asyncio
 import logging
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dsched.server.constants import FAILOVER_DELAY_S, KILL_GRACE_S
 from dsched.server.core.ports import Clock
 from dsched.server.core.records import InstanceRecord
 from dsched.server.engine.dispatcher import Dispatcher
+from dsched.server.engine.effects import Mailbox
 from dsched.server.engine.messages import KillUnanswered, TakeOverResult
 from dsched.server.engine.notifier import Notifier
 from dsched.server.engine.worker_client import WorkerCallError, WorkerClient
@@ -20,9 +21,6 @@ from dsched.server.engine.workers import WorkerDirectory, WorkerRef
 from dsched.server.rpc.probe import PROBE_TIMEOUT_S
 from dsched.server.store import instances as instance_repo
 from dsched.server.store.database import Database
-
-if TYPE_CHECKING:
-    from dsched.server.engine.runner import InstanceRunner
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +45,7 @@ class EngineMetrics:
     commands_lost_race: int = 0
     instances_taken_over: int = 0
     tasks_failed_over: int = 0
+    illegal_transitions: int = 0  # batches the store refused for a transition the tables forbid
 
 
 @dataclass(slots=True, kw_only=True)
@@ -80,9 +79,7 @@ class EngineServices:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    async def kill_task(
-        self, runner: InstanceRunner, ti_id: int, attempt: int, target: str
-    ) -> None:
+    async def kill_task(self, runner: Mailbox, ti_id: int, attempt: int, target: str) -> None:
         """Asks the worker to kill an attempt; if it has none, ends it KILLED after a grace."""
         found = False
         if target:
@@ -98,7 +95,7 @@ class EngineServices:
             runner.schedule(KILL_GRACE_S, KillUnanswered(ti_id))
 
     async def take_over(
-        self, runner: InstanceRunner, ti_id: int, attempt: int, host: str, worker_epoch: int
+        self, runner: Mailbox, ti_id: int, attempt: int, host: str, worker_epoch: int
     ) -> None:
         """Tells the worker holding an adopted attempt that this master owns it now. The attempt is
         lost at once if another incarnation serves its worker's address or nothing listens there

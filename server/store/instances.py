@@ -2,12 +2,13 @@
 
 Ownership-bearing writes are conditional on the owner's epoch (ARCHITECTURE.md §4):
 :func:`fence` and :func:`set_state` raise :class:`~dsched.errors.OwnershipLost` when the row moved
-to another epoch.
+to another epoch. State writes (:func:`set_state`, :func:`claim`, :func:`fail_over_epoch`) enforce
+the transition table (:mod:`dsched.server.store.guard`); no other function writes the state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +24,7 @@ from dsched.server.core.records import (
     RunScope,
     WorkflowRecord,
 )
+from dsched.server.store import guard
 from dsched.server.store.codec import (
     options_from_json,
     options_to_json,
@@ -214,7 +216,9 @@ async def claim(
     values: Mapping[str, Any],
 ) -> bool:
     """Takes a command: deletes it (0 rows = another master has it) and stamps the instance with
-    this master's host and epoch and ``state``, in the caller's transaction."""
+    this master's host and epoch and ``state``, in the caller's transaction. IllegalTransition if
+    the instance is in a state the table forbids leaving for ``state`` (the command stays)."""
+    _no_state(values)
     # Not by id alone: SQLite reuses the id of a deleted row (max + 1), so a stale record could
     # otherwise delete a newer command and stamp an instance another master already drives.
     gone = await conn.execute(
@@ -227,11 +231,20 @@ async def claim(
     )
     if gone.rowcount != 1:
         return False
-    await conn.execute(
-        update(WI)
-        .where(WI.c.id == command.workflow_instance_id)
+    sources = [s for s in WorkflowState if guard.workflow_sources([s], [state])[0]]
+    stamped = await conn.execute(
+        _by_id(update(WI))
+        .where(WI.c.id == command.workflow_instance_id, WI.c.state.in_([s.value for s in sources]))
         .values(host=host, epoch=epoch, state=state.value, **values)
     )
+    if stamped.rowcount != 1:
+        current = await current_state(conn, command.workflow_instance_id)
+        if current is None:
+            raise NotFound(
+                f"workflow instance {command.workflow_instance_id} not found",
+                metadata={"instance": str(command.workflow_instance_id)},
+            )
+        guard.refuse_workflow(command.workflow_instance_id, current, [state])
     return True
 
 
@@ -282,32 +295,47 @@ async def set_state(
     expected: Iterable[WorkflowState],
     state: WorkflowState,
     values: Mapping[str, Any] | None = None,
+    via: Sequence[WorkflowState] = (),
 ) -> bool:
-    """Moves the instance to ``state`` if it is in one of ``expected`` (and, for an owner write,
-    still owned by ``epoch``). Returns False when the row did not match; raises OwnershipLost if
-    the epoch no longer owns it."""
-    query = _by_id(
-        update(WI).where(WI.c.id == instance_id, WI.c.state.in_([s.value for s in expected]))
-    )
-    if epoch is not None:
-        query = query.where(WI.c.epoch == epoch)
-    result = await conn.execute(query.values(state=state.value, **(values or {})))
-    if result.rowcount == 1:
-        return True
-    if epoch is not None:
-        owner = await conn.scalar(select(WI.c.epoch).where(WI.c.id == instance_id))
-        if owner != epoch:
-            raise OwnershipLost(
-                f"epoch {epoch} no longer owns workflow instance {instance_id}",
-                metadata={"instance": str(instance_id), "epoch": str(epoch)},
-            )
+    """Moves the instance to ``state`` (through ``via``, see :class:`~dsched.server.store.
+    task_instances.TaskWrite`) if it is in one of ``expected`` (and, for an owner write, still
+    owned by ``epoch``). Returns False when the row did not match; raises OwnershipLost if the
+    epoch no longer owns it, IllegalTransition if the row is in an expected state the table
+    forbids leaving that way."""
+    _no_state(values or {})
+    path = (*via, state)
+    legal, illegal = guard.workflow_sources(expected, path)
+    if legal:
+        query = _by_id(
+            update(WI).where(WI.c.id == instance_id, WI.c.state.in_([s.value for s in legal]))
+        )
+        if epoch is not None:
+            query = query.where(WI.c.epoch == epoch)
+        result = await conn.execute(query.values(state=state.value, **(values or {})))
+        if result.rowcount == 1:
+            return True
+    row = (await conn.execute(select(WI.c.epoch, WI.c.state).where(WI.c.id == instance_id))).first()
+    if epoch is not None and (row is None or row.epoch != epoch):
+        raise OwnershipLost(
+            f"epoch {epoch} no longer owns workflow instance {instance_id}",
+            metadata={"instance": str(instance_id), "epoch": str(epoch)},
+        )
+    if row is not None and WorkflowState(row.state) in illegal:
+        guard.refuse_workflow(instance_id, WorkflowState(row.state), path)
     return False
+
+
+def _no_state(values: Mapping[str, Any]) -> None:
+    # The state moves only through the functions that check the transition table.
+    if "state" in values:
+        raise ValueError("the state is not a plain field: write it with set_state")
 
 
 async def update_fields(
     conn: Conn, instance_id: int, epoch: int, values: Mapping[str, Any]
 ) -> None:
     """Owner write of plain fields (var pool, reason); raises OwnershipLost on a stale epoch."""
+    _no_state(values)
     result = await conn.execute(
         update(WI).where(WI.c.id == instance_id, WI.c.epoch == epoch).values(**values)
     )
@@ -354,7 +382,12 @@ async def fail_over_epoch(
     fresh read. Instances that already have a pending command are left to that command (claiming
     it stamps them with the claimer's epoch).
     """
+    states = list(states)
     wanted = [s.value for s in states]
+    for state in states:
+        if not guard.workflow_sources([state], [WorkflowState.FAILOVER])[0]:
+            # A caller's mistake, refused before anything is read or written.
+            guard.refuse_workflow(0, state, [WorkflowState.FAILOVER])
     pending = select(C.c.id).where(C.c.workflow_instance_id == WI.c.id).exists()
     rows = (
         await conn.execute(

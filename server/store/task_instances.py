@@ -2,7 +2,8 @@
 
 Creating an attempt supersedes (``valid = false``) the earlier attempts of the same task in the same
 transaction, so an instance never has two valid attempts of a task. State writes are conditional on
-the state the writer believes the row is in, and on the worker epoch for worker reports.
+the state the writer believes the row is in, and on the worker epoch for worker reports, and the
+transition table is enforced on them (:mod:`dsched.server.store.guard`): an illegal one is refused.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from sqlalchemy import Row, and_, bindparam, func, insert, or_, select, update
 from dsched.errors import Aborted, NotFound
 from dsched.options import Priority
 from dsched.server.core.records import TaskInstanceRecord
+from dsched.server.store import guard
 from dsched.server.store.database import Conn
 from dsched.server.store.models import TaskInstance, table
 from dsched.states import TaskState
@@ -37,13 +39,20 @@ class NewAttempt:
 @dataclass(slots=True, kw_only=True)
 class TaskWrite:
     """One row's transition: applied only if the row is valid, in one of ``expected`` states and
-    (when ``worker_epoch`` is set) not owned by another worker incarnation."""
+    (when ``worker_epoch`` is set) not owned by another worker incarnation. ``via``: the states
+    it passed through on the way to ``state`` (a batch coalesces a row's changes), each step
+    checked against the transition table."""
 
     task_instance_id: int
     expected: frozenset[TaskState]
     state: TaskState
     worker_epoch: int | None
     values: dict[str, Any]
+    via: tuple[TaskState, ...] = ()
+
+    @property
+    def path(self) -> tuple[TaskState, ...]:
+        return (*self.via, self.state)
 
 
 def record(row: Row[Any]) -> TaskInstanceRecord:
@@ -78,6 +87,8 @@ async def create_attempts(
     order."""
     if not attempts:
         return []
+    for a in attempts:
+        guard.check_initial(f"{instance_id}/{a.task_name}#{a.attempt}", a.state)
     names = [a.task_name for a in attempts]
     await conn.execute(
         update(TI)
@@ -121,27 +132,53 @@ async def transition(
     state: TaskState,
     worker_epoch: int | None = None,
     values: Mapping[str, Any] | None = None,
+    via: Sequence[TaskState] = (),
 ) -> bool:
-    """Moves an attempt to ``state`` if it is valid and in one of ``expected`` (and, when
-    ``worker_epoch`` is given, not owned by another worker incarnation). False if the row did not
-    match."""
-    query = update(TI).where(
-        TI.c.id == task_instance_id,
-        TI.c.valid.is_(True),
-        TI.c.state.in_([s.value for s in expected]),
+    """Moves an attempt to ``state`` (through ``via``) if it is valid and in one of ``expected``
+    (and, when ``worker_epoch`` is given, not owned by another worker incarnation). False if the
+    row did not match; IllegalTransition if it is in an expected state the table forbids leaving
+    that way."""
+    path = (*via, state)
+    legal, illegal = guard.task_sources(expected, path)
+    if legal:
+        query = update(TI).where(
+            TI.c.id == task_instance_id,
+            TI.c.valid.is_(True),
+            TI.c.state.in_([s.value for s in legal]),
+        )
+        if worker_epoch is not None:
+            query = query.where(TI.c.worker_epoch.in_([0, worker_epoch]))
+        result = await conn.execute(query.values(state=state.value, **(values or {})))
+        if result.rowcount == 1:
+            return True
+    await _refuse_if_illegal(conn, task_instance_id, illegal, path)
+    return False
+
+
+async def _refuse_if_illegal(
+    conn: Conn, task_instance_id: int, illegal: frozenset[TaskState], path: Sequence[TaskState]
+) -> None:
+    """Refuses the write if the row is in one of the ``illegal`` sources of ``path``."""
+    if not illegal:
+        return
+    current = await conn.scalar(
+        select(TI.c.state).where(TI.c.id == task_instance_id, TI.c.valid.is_(True))
     )
-    if worker_epoch is not None:
-        query = query.where(TI.c.worker_epoch.in_([0, worker_epoch]))
-    result = await conn.execute(query.values(state=state.value, **(values or {})))
-    return result.rowcount == 1
+    if current is not None and TaskState(current) in illegal:
+        guard.refuse_task(task_instance_id, TaskState(current), path)
 
 
 async def apply_writes(conn: Conn, writes: Sequence[TaskWrite]) -> None:
     """Applies transitions in bulk: one executemany per kind of change. Raises Aborted (and the
-    caller's transaction rolls back) if any row did not match its precondition."""
+    caller's transaction rolls back) if any row did not match its precondition, IllegalTransition
+    if a row is in an expected state the table forbids leaving by the write's path."""
     groups: dict[tuple[Any, ...], list[TaskWrite]] = {}
     for w in writes:
-        shape = (w.expected, w.state, w.worker_epoch is not None, tuple(sorted(w.values)))
+        legal, illegal = guard.task_sources(w.expected, w.path)
+        if not legal:  # nothing it expects may lead there: refused, or not matching anyway
+            await _refuse_if_illegal(conn, w.task_instance_id, illegal, w.path)
+            raise _changed_behind(1)
+        shape = (legal, w.state, w.worker_epoch is not None, tuple(sorted(w.values)))
         groups.setdefault(shape, []).append(w)
     for (expected, state, fenced, keys), rows in groups.items():
         # Plain equalities, not IN (...): expanding parameters cannot be used with executemany.
@@ -168,10 +205,17 @@ async def apply_writes(conn: Conn, writes: Sequence[TaskWrite]) -> None:
         else:  # the driver cannot count rows of an executemany: count them one by one
             changed = sum([(await conn.execute(query, p)).rowcount for p in params])
         if changed != len(params):
-            raise Aborted(
-                f"{len(params) - changed} task instance(s) changed behind the owner's back",
-                reason="CONCURRENT_MODIFICATION",
-            )
+            for w in rows:  # an illegal source explains it better than a concurrent change
+                _, illegal = guard.task_sources(w.expected, w.path)
+                await _refuse_if_illegal(conn, w.task_instance_id, illegal, w.path)
+            raise _changed_behind(len(params) - changed)
+
+
+def _changed_behind(count: int) -> Aborted:
+    return Aborted(
+        f"{count} task instance(s) changed behind the owner's back",
+        reason="CONCURRENT_MODIFICATION",
+    )
 
 
 async def supersede(conn: Conn, task_instance_ids: Iterable[int]) -> None:

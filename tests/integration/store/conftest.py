@@ -14,15 +14,17 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import text, update
 
 from dsched.errors import NotFound
 from dsched.options import Priority, TimeoutStrategy
 from dsched.server.core.records import ProjectRecord, RunOptions, WorkflowRecord
+from dsched.server.core.transitions import workflow_path_allowed
 from dsched.server.store import definitions, instances
 from dsched.server.store.database import Conn, Database
+from dsched.server.store.models import TaskInstance, WorkflowInstance, table
 from dsched.spec import ShellSpec, TaskSpec, WorkflowSpec, check_workflow
-from dsched.states import WorkflowState
+from dsched.states import TaskState, WorkflowState
 
 NOW = datetime(2026, 3, 14, 15, 9, 26, 535897, tzinfo=UTC)
 T = TypeVar("T")
@@ -144,16 +146,38 @@ async def claim_instance(
     epoch: int = 7,
     state: WorkflowState = WorkflowState.RUNNING,
 ) -> None:
-    """Claims the pending command of ``instance_id`` as (host, epoch)."""
+    """Claims the pending command of ``instance_id`` as (host, epoch). A ``state`` no claim
+    leads to (a finished one) is put in place after a claim into RUNNING."""
+    claimed = state if workflow_path_allowed(WorkflowState.SUBMITTED, [state]) else None
 
     async def run(conn: Conn) -> None:
         commands = await instances.pending_commands(conn, 1000)
         (command,) = [c for c in commands if c.workflow_instance_id == instance_id]
         assert await instances.claim(
-            conn, command, host=host, epoch=epoch, state=state, values={"start_time": NOW}
+            conn,
+            command,
+            host=host,
+            epoch=epoch,
+            state=claimed or WorkflowState.RUNNING,
+            values={"start_time": NOW},
         )
+        if claimed is None:
+            await put_state(conn, instance_id, state)
 
     await write(db, run)
+
+
+async def put_state(conn: Conn, instance_id: int, state: WorkflowState) -> None:
+    """Puts an instance in ``state`` behind the repositories' back: a test's starting point (the
+    store refuses transitions the table forbids, and a fixture is not one)."""
+    WI = table(WorkflowInstance)
+    await conn.execute(update(WI).where(WI.c.id == instance_id).values(state=state.value))
+
+
+async def put_task_state(conn: Conn, task_instance_id: int, state: TaskState) -> None:
+    """Puts a task instance in ``state`` behind the repositories' back (see :func:`put_state`)."""
+    TI = table(TaskInstance)
+    await conn.execute(update(TI).where(TI.c.id == task_instance_id).values(state=state.value))
 
 
 async def overlap(db: Database, barrier: asyncio.Barrier | None) -> None:

@@ -179,7 +179,7 @@ async def test_controls_go_with_their_instance(db: Database) -> None:
     await write(
         db,
         lambda c: instances.set_state(
-            c, instance_id, epoch=7, expected=[W.RUNNING], state=W.STOPPED
+            c, instance_id, epoch=7, expected=[W.RUNNING], state=W.STOPPED, via=[W.READY_STOP]
         ),
     )
     await write(

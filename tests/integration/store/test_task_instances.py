@@ -4,6 +4,7 @@ queries."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -12,8 +13,9 @@ from sqlalchemy.exc import IntegrityError
 from dsched.errors import NotFound
 from dsched.options import Priority
 from dsched.server.core.records import TaskInstanceRecord
+from dsched.server.core.transitions import TASK_INITIAL
 from dsched.server.store import task_instances
-from dsched.server.store.database import Database
+from dsched.server.store.database import Conn, Database
 from dsched.server.store.task_instances import NewAttempt
 from dsched.states import TaskState
 from tests.integration.store.conftest import (
@@ -22,6 +24,7 @@ from tests.integration.store.conftest import (
     claim_instance,
     make_instance,
     make_workflow,
+    put_task_state,
     read,
     workflow_spec,
     write,
@@ -58,9 +61,18 @@ async def _instance(db: Database, workflow: str = "wf") -> int:
 async def _create(
     db: Database, instance_id: int, attempts: Sequence[NewAttempt], seconds: float = 0
 ) -> list[int]:
-    return await write(
-        db, lambda c: task_instances.create_attempts(c, instance_id, attempts, at(seconds))
-    )
+    """Creates the attempts queued, then puts those of other states in them (a starting point:
+    an attempt is only ever created queued)."""
+    queued = [replace(a, state=T.SUBMITTED) if a.state not in TASK_INITIAL else a for a in attempts]
+
+    async def run(conn: Conn) -> list[int]:
+        ids = await task_instances.create_attempts(conn, instance_id, queued, at(seconds))
+        for ti, a in zip(ids, attempts, strict=True):
+            if a.state not in TASK_INITIAL:
+                await put_task_state(conn, ti, a.state)
+        return ids
+
+    return await write(db, run)
 
 
 async def _get(db: Database, ti: int) -> TaskInstanceRecord:

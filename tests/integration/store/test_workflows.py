@@ -34,6 +34,8 @@ from tests.integration.store.conftest import (
     make_project,
     make_workflow,
     overlap,
+    put_state,
+    put_task_state,
     read,
     shell,
     workflow_spec,
@@ -283,9 +285,7 @@ async def test_deleting_a_workflow_with_an_unfinished_instance_is_a_failed_preco
     instance_id = await make_instance(db, workflow)
     await write(
         db,
-        lambda c: instances.set_state(
-            c, instance_id, epoch=None, expected=[WorkflowState.SUBMITTED], state=state
-        ),
+        lambda c: put_state(c, instance_id, state),
     )
     with pytest.raises(FailedPrecondition) as caught:
         await write(db, lambda c: definitions.delete_workflow(c, "proj", "wf"))
@@ -303,13 +303,7 @@ async def test_deleting_a_workflow_removes_its_versions_and_finished_instances(
     instance_id = await make_instance(db, workflow)
 
     async def finish_with_history(conn: Conn) -> None:
-        await instances.set_state(
-            conn,
-            instance_id,
-            epoch=None,
-            expected=[WorkflowState.SUBMITTED],
-            state=WorkflowState.SUCCEEDED,
-        )
+        await put_state(conn, instance_id, WorkflowState.SUCCEEDED)
         (ti,) = await task_instances.create_attempts(
             conn,
             instance_id,
@@ -318,13 +312,14 @@ async def test_deleting_a_workflow_removes_its_versions_and_finished_instances(
                     task_name="extract",
                     attempt=1,
                     retry_times=0,
-                    state=TaskState.SUCCEEDED,
+                    state=TaskState.SUBMITTED,
                     priority=Priority.HIGH,
                     worker_group="",
                 )
             ],
             NOW,
         )
+        await put_task_state(conn, ti, TaskState.SUCCEEDED)
         await events.append(
             conn, [NewEvent(workflow_instance_id=instance_id, task_instance_id=ti)], NOW
         )
