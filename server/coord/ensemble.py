@@ -5,7 +5,8 @@ the sessions, a FIFO queue per lock, and the epoch counter. Only the epoch count
 process (``<state_dir>/registry-epoch``, replaced atomically), because fencing tokens must never
 repeat; the tree is rebuilt by servers registering again after a restart.
 
-Clients are :class:`~dsched.server.coord.embedded.EmbeddedRegistry` objects; the methods with a
+Clients are :class:`~dsched.server.coord.embedded.EmbeddedRegistry` objects (seen through the
+:class:`Client` protocol); the methods with a
 leading underscore are the wire between them and this module. The test hooks
 (:meth:`~EmbeddedEnsemble.expire_session`, :meth:`~EmbeddedEnsemble.suspend`,
 :meth:`~EmbeddedEnsemble.resume`) play the failures ZooKeeper clients meet. Not thread-safe: the
@@ -23,13 +24,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from dsched.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from dsched.server.coord.registry import ChildrenListener, parent_path, split_path
-
-if TYPE_CHECKING:
-    from dsched.server.coord.embedded import EmbeddedRegistry
 
 _log = logging.getLogger(__name__)
 
@@ -44,6 +42,23 @@ class Session:
     nodes: set[str] = field(default_factory=set)
     locks: set[LockTicket] = field(default_factory=set)
     alive: bool = True
+
+
+class Client(Protocol):
+    """What the ensemble calls on its clients (:class:`~dsched.server.coord.embedded.
+    EmbeddedRegistry`, which imports this module: a protocol, not that class, keeps the two
+    modules out of an import cycle)."""
+
+    @property
+    def _session(self) -> Session | None: ...
+
+    def _on_children_changed(self, path: str, snapshot: Mapping[str, bytes]) -> None: ...
+
+    def _on_suspend(self) -> None: ...
+
+    def _on_resume(self) -> None: ...
+
+    def _on_expired(self) -> None: ...
 
 
 @dataclass(eq=False)
@@ -122,12 +137,12 @@ class EmbeddedEnsemble:
         self._epoch_lock = asyncio.Lock()
         self._root = _Node(b"", None)
         self._locks: dict[str, _LockQueue] = {}
-        self._clients: set[EmbeddedRegistry] = set()
+        self._clients: set[Client] = set()
         self._session_ids = itertools.count(1)
 
     # -- test hooks -------------------------------------------------------------------------------
 
-    def expire_session(self, client: EmbeddedRegistry) -> None:
+    def expire_session(self, client: Client) -> None:
         """Expires ``client``'s session as ZooKeeper would after its timeout: its ephemeral nodes
         and locks vanish at once (other clients' watches fire). A connected client then reports LOST
         and CONNECTED with a fresh session; a suspended one finds out when it is resumed."""
@@ -137,20 +152,20 @@ class EmbeddedEnsemble:
         self._end_session(session)
         client._on_expired()
 
-    def suspend(self, client: EmbeddedRegistry) -> None:
+    def suspend(self, client: Client) -> None:
         """Cuts ``client`` off (SUSPENDED); its session, nodes and locks stay alive."""
         client._on_suspend()
 
-    def resume(self, client: EmbeddedRegistry) -> None:
+    def resume(self, client: Client) -> None:
         """Reconnects ``client``: CONNECTED if its session survived, else LOST then CONNECTED."""
         client._on_resume()
 
     # -- the server side of the client calls ------------------------------------------------------
 
-    def _attach(self, client: EmbeddedRegistry) -> None:
+    def _attach(self, client: Client) -> None:
         self._clients.add(client)
 
-    def _detach(self, client: EmbeddedRegistry) -> None:
+    def _detach(self, client: Client) -> None:
         self._clients.discard(client)
 
     def _open_session(self) -> Session:

@@ -28,10 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Protocol
 
-if TYPE_CHECKING:
-    from dsched.results import WorkflowInstance
+from dsched.states import WorkflowState
 
 DOMAIN = "dsched"
 
@@ -229,6 +228,18 @@ class Unavailable(DschedError):
     default_reason = "UNAVAILABLE"
 
 
+class InstanceSnapshot(Protocol):
+    """The instance a :class:`ControlPending` carries: a :class:`dsched.results.WorkflowInstance`
+    (``results`` imports this module through ``spec``; naming the class here would close an import
+    cycle)."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def state(self) -> WorkflowState: ...
+
+
 class ControlPending(DschedError):
     """A pause or stop was recorded but not applied before the call's deadline: the master
     driving the instance is busy, unreachable, or dead and its instances are being taken over.
@@ -242,7 +253,7 @@ class ControlPending(DschedError):
     code = "DEADLINE_EXCEEDED"
     default_reason = "CONTROL_PENDING"
 
-    def __init__(self, message: str, *, instance: WorkflowInstance, request_id: str) -> None:
+    def __init__(self, message: str, *, instance: InstanceSnapshot, request_id: str) -> None:
         super().__init__(
             message,
             metadata={

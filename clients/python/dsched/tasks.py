@@ -18,15 +18,22 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Self, TypedDict, TypeVar, Unpack
+from typing import Protocol, Self, TypedDict, TypeVar, Unpack
 
 from dsched import coerce
 from dsched.coerce import Seconds
 from dsched.options import Priority, TimeoutStrategy
 from dsched.spec import ShellSpec, TaskKind, TaskSpec
 
-if TYPE_CHECKING:
-    from dsched.workflow import Workflow
+
+class TaskOwner(Protocol):
+    """What a task needs of the workflow it belongs to (:class:`dsched.workflow.Workflow`, which
+    imports this module: a protocol keeps the two out of an import cycle)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def add(self, task: Task) -> None: ...
 
 
 # What ``>>`` and ``<<`` accept on their right and give back: a task or a sequence of tasks.
@@ -37,18 +44,18 @@ class _Active(threading.local):
     """The workflows whose ``with`` block is open, innermost last (per thread)."""
 
     def __init__(self) -> None:
-        self.stack: list[Workflow] = []
+        self.stack: list[TaskOwner] = []
 
 
 _active = _Active()
 
 
-def push_workflow(workflow: Workflow) -> None:
+def push_workflow(workflow: TaskOwner) -> None:
     """Makes ``workflow`` the one new tasks attach to (called by ``Workflow.__enter__``)."""
     _active.stack.append(workflow)
 
 
-def pop_workflow(workflow: Workflow) -> None:
+def pop_workflow(workflow: TaskOwner) -> None:
     """Undoes :func:`push_workflow` (called by ``Workflow.__exit__``)."""
     if _active.stack and _active.stack[-1] is workflow:
         _active.stack.pop()
@@ -56,7 +63,7 @@ def pop_workflow(workflow: Workflow) -> None:
         _active.stack.remove(workflow)
 
 
-def current_workflow() -> Workflow | None:
+def current_workflow() -> TaskOwner | None:
     """The workflow of the innermost open ``with`` block of this thread, if any."""
     return _active.stack[-1] if _active.stack else None
 
@@ -74,7 +81,7 @@ class TaskOptions(TypedDict, total=False):
     params: Mapping[str, object] | None
     delay: Seconds | None
     disabled: bool
-    workflow: Workflow | None
+    workflow: TaskOwner | None
 
 
 def _as_tasks(value: object) -> list[Task] | None:
@@ -124,7 +131,7 @@ class Task:
         params: Mapping[str, object] | None = None,
         delay: Seconds | None = None,
         disabled: bool = False,
-        workflow: Workflow | None = None,
+        workflow: TaskOwner | None = None,
     ) -> None:
         owner = workflow or current_workflow()
         if owner is None:
