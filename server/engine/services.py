@@ -1,30 +1,22 @@
-"""What instance runners share: the store, the clock, the dispatcher, workers, and worker calls
-(through :class:`~dsched.server.engine.worker_client.WorkerClient`)."""
+"""What the engine's parts share (the one context): the store, the clock, the dispatcher, workers
+and the :class:`~dsched.server.engine.worker_client.WorkerClient`, the master's identity and
+settings, its counters and its background tasks. What a runner's batch does with them after its
+commit is :class:`~dsched.server.engine.executor.EffectExecutor`'s."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsched.server.constants import FAILOVER_DELAY_S, KILL_GRACE_S
+from dsched.server.constants import FAILOVER_DELAY_S
 from dsched.server.core.ports import Clock
-from dsched.server.core.records import InstanceRecord
 from dsched.server.engine.dispatcher import Dispatcher
-from dsched.server.engine.effects import Mailbox
-from dsched.server.engine.messages import KillUnanswered, TakeOverResult
 from dsched.server.engine.notifier import Notifier
-from dsched.server.engine.worker_client import WorkerCallError, WorkerClient
-from dsched.server.engine.workers import WorkerDirectory, WorkerRef
-from dsched.server.rpc.probe import PROBE_TIMEOUT_S
-from dsched.server.store import instances as instance_repo
+from dsched.server.engine.worker_client import WorkerClient
+from dsched.server.engine.workers import WorkerDirectory
 from dsched.server.store.database import Database
-
-log = logging.getLogger(__name__)
-
-WORKER_CALL_TIMEOUT_S = 10.0
 
 
 @dataclass(slots=True)
@@ -78,68 +70,3 @@ class EngineServices:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    async def kill_task(self, runner: Mailbox, ti_id: int, attempt: int, target: str) -> None:
-        """Asks the worker to kill an attempt; if it has none, ends it KILLED after a grace."""
-        found = False
-        if target:
-            try:
-                found = await self.worker_client.kill(
-                    target, ti_id, attempt, "stopped by the master", timeout=WORKER_CALL_TIMEOUT_S
-                )
-            except WorkerCallError as err:
-                log.warning("kill of task instance %s on %s failed: %s", ti_id, target, err.code)
-                if self.workers.get(target) is not None:
-                    return  # alive but unreachable now: its result (or a failover) settles it
-        if not found:
-            runner.schedule(KILL_GRACE_S, KillUnanswered(ti_id))
-
-    async def take_over(
-        self, runner: Mailbox, ti_id: int, attempt: int, host: str, worker_epoch: int
-    ) -> None:
-        """Tells the worker holding an adopted attempt that this master owns it now. The attempt is
-        lost at once if another incarnation serves its worker's address or nothing listens there
-        any more; a worker that is only missing from the registry gets the failover delay to come
-        back (or to fence itself, if it is only cut off) before its attempt is declared lost."""
-        found = False
-        live = await self._incarnation(host, worker_epoch) if host else None
-        if live is not None:
-            try:
-                found = await self.worker_client.take_over(
-                    host,
-                    ti_id,
-                    attempt,
-                    owner_address=self.cluster_address,
-                    owner_epoch=runner.instance.epoch,
-                    timeout=WORKER_CALL_TIMEOUT_S,
-                )
-            except WorkerCallError as err:
-                log.warning("take-over of task instance %s on %s failed: %s", ti_id, host, err.code)
-        runner.post(TakeOverResult(ti_id, found))
-
-    async def _incarnation(self, host: str, epoch: int) -> WorkerRef | None:
-        """The worker incarnation ``(host, epoch)`` if it is registered (after the failover delay
-        if it is missing but not known dead), else None."""
-        live = self.workers.get(host)
-        if live is None:
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + self.failover_delay
-            probe_timeout = min(self.failover_delay, PROBE_TIMEOUT_S)
-            if await self.worker_client.refused(host, timeout=probe_timeout):
-                return None
-            await asyncio.sleep(max(0.0, deadline - loop.time()))
-            live = self.workers.get(host)
-        return live if live is not None and live.epoch == epoch else None
-
-    async def reply_with_instance(
-        self, instance_id: int, future: asyncio.Future[InstanceRecord]
-    ) -> None:
-        try:
-            async with self.db.read() as conn:
-                record = await instance_repo.get_instance(conn, instance_id)
-        except Exception as exc:  # the database went away after the commit: the caller retries
-            if not future.done():
-                future.set_exception(exc)
-            return
-        if not future.done():
-            future.set_result(record)
