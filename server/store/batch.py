@@ -99,9 +99,8 @@ async def commit(db: Database, w: BatchWrites) -> list[int]:
         await ti_repo.apply_writes(conn, created)
         await _write_instance(conn, w)
         await _write_controls(conn, w)
-        await event_log.append(conn, _resolved(w.events, ids), w.now)
-        if w.end_event is not None:
-            await _finish(conn, w, w.end_event)
+        ending = await _finish(conn, w, w.end_event) if w.end_event is not None else []
+        await event_log.append(conn, [*_resolved(w.events, ids), *ending], w.now)
     return ids
 
 
@@ -156,7 +155,8 @@ async def _write_controls(conn: Conn, w: BatchWrites) -> None:
         )
 
 
-async def _finish(conn: Conn, w: BatchWrites, end: NewEvent) -> None:
+async def _finish(conn: Conn, w: BatchWrites, end: NewEvent) -> list[NewEvent]:
+    """Refuses the controls still pending; returns the events that end the instance's log."""
     state = end.workflow_state or WorkflowState.FAILED
     count = await control_repo.reject_pending(
         conn,
@@ -172,7 +172,7 @@ async def _finish(conn: Conn, w: BatchWrites, end: NewEvent) -> None:
         message=f"{count} requested control(s) not applied: the instance ended {state}",
     )
     # The refusal comes before the end event, which watchers take as the last one.
-    await event_log.append(conn, [refusal, end] if count else [end], w.now)
+    return [refusal, end] if count else [end]
 
 
 def _resolved(events: Sequence[NewEvent], ids: Sequence[int]) -> list[NewEvent]:
