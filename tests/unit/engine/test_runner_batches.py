@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sqlalchemy import update
 
-from dsched.server.engine.messages import Decision
+from dsched.server.protocol.ack import AckDecision
 from dsched.server.store.models import TaskInstance, table
 from dsched.states import TaskState
 from tests.unit.core.specs import task, workflow
@@ -33,7 +33,7 @@ async def test_a_batch_whose_commit_fails_sends_and_stores_nothing(engine: Engin
 
     ack = await worker.succeed("a")
 
-    assert ack.decision is Decision.RETRY_LATER  # not ACCEPTED: the worker keeps the event
+    assert ack.decision is AckDecision.RETRY_LATER  # not ACCEPTED: the worker keeps the event
     assert runner.done  # stopped, and reloaded from the store, where a went to handed over
     assert reloads == [(instance_id, {a: worker.address})]
     assert len(worker.attempts) == 1  # b was decided, but never dispatched
