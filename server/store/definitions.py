@@ -288,16 +288,19 @@ async def workflow_code(conn: Conn, project: str, name: str) -> int:
 async def list_versions(
     conn: Conn, code: int, after: int | None, limit: int
 ) -> list[WorkflowVersionRecord]:
-    """Up to ``limit`` versions of a workflow, newest first, older than ``after``."""
-    counts = (
-        select(TD.c.version, func.count().label("n"))
-        .where(TD.c.workflow_id == code)
-        .group_by(TD.c.version)
-        .subquery()
+    """Up to ``limit`` versions of a workflow, newest first, older than ``after``.
+
+    A page walks (workflow_id, version) backwards and counts each version's tasks on
+    (workflow_id, version, name): counting every version's tasks first, then joining, read all of
+    the workflow's task definitions for every page.
+    """
+    tasks = (
+        select(func.count())
+        .where(TD.c.workflow_id == V.c.workflow_id, TD.c.version == V.c.version)
+        .scalar_subquery()
     )
     query = (
-        select(V.c.version, V.c.description, V.c.create_time, counts.c.n)
-        .join(counts, counts.c.version == V.c.version)
+        select(V.c.version, V.c.description, V.c.create_time, tasks.label("n"))
         .where(V.c.workflow_id == code)
         .order_by(V.c.version.desc())
         .limit(limit)

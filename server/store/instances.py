@@ -12,7 +12,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, Update, delete, insert, select, update
+from sqlalchemy import (
+    BindParameter,
+    ColumnElement,
+    Row,
+    ScalarSelect,
+    Update,
+    bindparam,
+    delete,
+    func,
+    insert,
+    select,
+    union_all,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from dsched.errors import Aborted, NotFound, OwnershipLost
@@ -165,20 +178,91 @@ async def list_instances(
     after: int | None,
     limit: int,
 ) -> list[InstanceRecord]:
-    """Up to ``limit`` instances matching the filters, newest first, older than the id ``after``."""
-    query = _SELECT.order_by(WI.c.id.desc()).limit(limit)
-    if project:
-        query = query.where(P.c.name == project)
-    if workflow:
-        query = query.where(W.c.name == workflow)
-    wanted = [s.value for s in states]
-    if wanted:
-        query = query.where(WI.c.state.in_(wanted))
+    """Up to ``limit`` instances matching the filters, newest first, older than the id ``after``.
+
+    Every filter is served by an index that also gives the id order, so a page reads about
+    ``limit`` index entries whatever the table holds (``test_query_plans`` checks the plans): a
+    workflow by (workflow_id, id), a project by (project_id, id), states by (state, id), the
+    submit time by (submit_time, id) and no filter by the primary key. With a workflow or project,
+    states and time are checked on that index's rows. Several states, or a workflow name without
+    a project (one workflow per project may have it), are merged from one walk each.
+
+    The names are resolved to ids first and the ids and states are written into the statement:
+    filtering on the joined names made the planners walk the whole table in id order, and a
+    planner that sees only a parameter estimates an average workflow's share of the table, not the
+    share of the one asked for. The page is chosen from workflow_instances alone and the names
+    joined to it afterwards: MariaDB otherwise starts from the projects and sorts every instance.
+    """
+    wanted = sorted({s.value for s in states})
+    walks: list[ColumnElement[bool]] = []  # one index walk each, merged newest first
+    where: list[ColumnElement[bool]] = []  # checked on the rows of every walk
+    if workflow or project:
+        walks = await _scope(conn, project, workflow)
+        if not walks:
+            return []
+        if wanted:
+            # Checked on the scope index's rows, in a form no planner can look up in (state, id):
+            # SQLite has no statistics and would as soon walk a state most instances are in.
+            where.append(WI.c.state.concat("").in_(wanted))
+    else:
+        walks = [WI.c.state == _inline(s) for s in wanted]
     if submitted_after is not None:
-        query = query.where(WI.c.submit_time >= submitted_after)
+        where.append(WI.c.submit_time >= submitted_after)
+        if not walks:
+            where.append(WI.c.id >= _first_submitted_after(submitted_after))
     if after is not None:
-        query = query.where(WI.c.id < after)
+        where.append(WI.c.id < after)
+    if len(walks) > 1:
+        # One branch per walk, each a short backward walk of its index; the planners cannot
+        # merge the sorted runs of an IN list themselves and would sort every matching row.
+        branches = [
+            select(WI.c.id).where(w, *where).order_by(WI.c.id.desc()).limit(limit) for w in walks
+        ]
+        ids = union_all(*(select(b.subquery().c.id) for b in branches)).subquery()
+        page = select(WI).join(ids, ids.c.id == WI.c.id)
+    else:
+        page = select(WI).where(*walks, *where)
+    rows = page.order_by(WI.c.id.desc()).limit(limit).subquery()
+    query = (
+        select(rows, P.c.name.label("project_name"), W.c.name.label("workflow_name"))
+        .join(P, P.c.id == rows.c.project_id)
+        .join(W, W.c.id == rows.c.workflow_id)
+        .order_by(rows.c.id.desc())
+    )
     return [_record(r) for r in await conn.execute(query)]
+
+
+async def _scope(conn: Conn, project: str, workflow: str) -> list[ColumnElement[bool]]:
+    """The index lookups of a workflow or project filter: one per workflow of that name (in any
+    project when ``project`` is empty), or the project's; empty when nothing has that name."""
+    if workflow:
+        query = select(W.c.id).where(W.c.name == workflow).order_by(W.c.id)
+        if project:
+            query = query.join(P, P.c.id == W.c.project_id).where(P.c.name == project)
+        codes = [int(r.id) for r in await conn.execute(query)]
+        return [WI.c.workflow_id == _inline(code) for code in codes]
+    project_id = await conn.scalar(select(P.c.id).where(P.c.name == project))
+    return [] if project_id is None else [WI.c.project_id == _inline(int(project_id))]
+
+
+def _inline(value: int | str) -> BindParameter[Any]:
+    """A value written into the statement's text when it runs (ids read from the database, state
+    names), so the planner estimates with that value's share of the table (see
+    :func:`list_instances`)."""
+    return bindparam(None, value, literal_execute=True)
+
+
+def _first_submitted_after(time: datetime) -> ScalarSelect[int]:
+    """The lowest id of the instances submitted at or after ``time``, read from the
+    (submit_time, id) index.
+
+    Ids grow in submit order, so this bounds the primary key walk to the instances in the window
+    instead of reading down to the first instance when the window holds fewer than a page. It is
+    exact even when clocks step back: every matching id is at least the lowest matching id.
+    ``id + 0``: over a bare id, SQLite and PostgreSQL compute min() by walking the primary key from
+    the oldest row until one matches, which reads every row before the window.
+    """
+    return select(func.min(WI.c.id + 0)).where(WI.c.submit_time >= time).scalar_subquery()
 
 
 async def pending_commands(conn: Conn, limit: int) -> list[CommandRecord]:

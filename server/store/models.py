@@ -128,8 +128,12 @@ class TaskEdge(Base):
 class WorkflowInstance(Base):
     __tablename__ = "workflow_instances"
     __table_args__ = (
-        Index("ix_workflow_instances_state", "state"),
+        # Each listing filter with the id after it, so a page is a short walk in id order
+        # (store.instances.list_instances; migration 0006).
+        Index("ix_workflow_instances_state", "state", "id"),
         Index("ix_workflow_instances_workflow", "workflow_id", "id"),
+        Index("ix_workflow_instances_project", "project_id", "id"),
+        Index("ix_workflow_instances_submit_time", "submit_time", "id"),
         Index("ix_workflow_instances_owner", "host", "epoch"),
         Index("ix_workflow_instances_end_time", "end_time", "id"),  # retention's walk
         _AUTOINCREMENT,
@@ -199,7 +203,9 @@ class TaskInstance(Base):
     __tablename__ = "task_instances"
     __table_args__ = (
         UniqueConstraint("workflow_instance_id", "task_name", "attempt"),
-        Index("ix_task_instances_instance_valid", "workflow_instance_id", "valid"),
+        # Both end in the id: ListTaskInstances pages in id order, with or without superseded ones.
+        Index("ix_task_instances_instance_valid", "workflow_instance_id", "valid", "id"),
+        Index("ix_task_instances_instance", "workflow_instance_id", "id"),
         Index("ix_task_instances_worker", "host", "worker_epoch", "state"),
         _AUTOINCREMENT,
     )

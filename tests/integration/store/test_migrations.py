@@ -17,7 +17,7 @@ from dsched.server.store.database import MIGRATIONS, Conn, Database
 from dsched.server.store.models import Base
 from tests.integration.store.conftest import NOW, make_project, read, write
 
-HEAD = "0005"
+HEAD = "0006"
 
 
 async def _tables(conn: Conn) -> set[str]:
