@@ -21,7 +21,7 @@ from google.protobuf.message import Message
 from sqlalchemy.exc import IntegrityError
 
 from dsched.errors import Aborted, DschedError
-from dsched.server.api.context import MasterContext
+from dsched.server.app.context import AppContext
 from dsched.server.app.transaction import Transaction, transact
 from dsched.server.store import requests
 
@@ -40,7 +40,7 @@ def fingerprint(request: Message) -> str:
 
 
 async def once(
-    ctx: MasterContext,
+    ctx: AppContext,
     request: Message,
     method: str,
     response_type: type[M],
@@ -86,9 +86,7 @@ async def once(
         return answer
 
 
-async def remember_answer(
-    ctx: MasterContext, request: Message, method: str, answer: Message
-) -> None:
+async def remember_answer(ctx: AppContext, request: Message, method: str, answer: Message) -> None:
     """Stores the answer of an RPC whose change was made elsewhere (by an instance runner)."""
     request_id: str = getattr(request, "request_id")  # noqa: B009
     if not request_id:
@@ -108,7 +106,7 @@ async def remember_answer(
 
 
 async def recall(
-    ctx: MasterContext, request: Message, method: str, response_type: type[M]
+    ctx: AppContext, request: Message, method: str, response_type: type[M]
 ) -> M | None:
     """The stored answer to ``request``'s id, or None; REQUEST_ID_REUSED if the id answered a
     different request."""
