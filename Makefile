@@ -61,5 +61,10 @@ bench: setup
 bench-cluster: setup
 	$(PY) -m tests.bench.cluster_bench
 
+# 50,000 one-task runs (about a quarter of an hour); RUNS=2000 for a quick look.
+.PHONY: bench-scale
+bench-scale: setup
+	$(PY) -m tests.bench.scale_bench $(if $(RUNS),--runs $(RUNS))
+
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache
