@@ -332,15 +332,21 @@ async def claim(
     return True
 
 
+# Built once: every fenced batch of every runner executes it (see task_instances._transition).
+_FENCE = (
+    update(WI)
+    .where(WI.c.id == bindparam("_id"), WI.c.epoch == bindparam("_epoch"))
+    .values(epoch=bindparam("_epoch"))
+)
+
+
 async def fence(conn: Conn, instance_id: int, epoch: int) -> None:
     """Asserts that ``epoch`` still owns the instance and locks its row for this transaction.
 
     A no-op update rather than a SELECT: it takes the row lock on every database, so a concurrent
     takeover (which changes ``epoch``) waits for this transaction or makes it fail here.
     """
-    result = await conn.execute(
-        update(WI).where(WI.c.id == instance_id, WI.c.epoch == epoch).values(epoch=epoch)
-    )
+    result = await conn.execute(_FENCE, {"_id": instance_id, "_epoch": epoch})
     if result.rowcount != 1:
         raise OwnershipLost(
             f"epoch {epoch} no longer owns workflow instance {instance_id}",

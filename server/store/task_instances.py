@@ -8,12 +8,13 @@ transition table is enforced on them (:mod:`dsched.server.store.guard`): an ille
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, and_, bindparam, func, insert, or_, select, update
+from sqlalchemy import Row, Update, and_, bindparam, func, insert, or_, select, update
 
 from dsched.errors import Aborted, NotFound
 from dsched.options import Priority
@@ -168,6 +169,26 @@ async def _refuse_if_illegal(
         guard.refuse_task(task_instance_id, TaskState(current), path)
 
 
+@functools.lru_cache(maxsize=256)
+def _transition(
+    expected: tuple[TaskState, ...], state: TaskState, fenced: bool, keys: tuple[str, ...]
+) -> Update:
+    """The UPDATE of one kind of transition, built once: the shapes are few (states x the
+    columns a transition sets), and a statement that is built again for every batch is also
+    walked again for its cache key (SQLAlchemy memoizes the key on the statement object)."""
+    # Plain equalities, not IN (...): expanding parameters cannot be used with executemany.
+    query = update(TI).where(
+        TI.c.id == bindparam("_id"),
+        TI.c.valid.is_(True),
+        or_(*(TI.c.state == s.value for s in expected)),
+    )
+    if fenced:
+        query = query.where(
+            or_(TI.c.worker_epoch == 0, TI.c.worker_epoch == bindparam("_worker_epoch"))
+        )
+    return query.values(state=state.value, **{k: bindparam(f"v_{k}") for k in keys})
+
+
 async def apply_writes(conn: Conn, writes: Sequence[TaskWrite]) -> None:
     """Applies transitions in bulk: one executemany per kind of change. Raises Aborted (and the
     caller's transaction rolls back) if any row did not match its precondition, IllegalTransition
@@ -178,20 +199,10 @@ async def apply_writes(conn: Conn, writes: Sequence[TaskWrite]) -> None:
         if not legal:  # nothing it expects may lead there: refused, or not matching anyway
             await _refuse_if_illegal(conn, w.task_instance_id, illegal, w.path)
             raise _changed_behind(1)
-        shape = (legal, w.state, w.worker_epoch is not None, tuple(sorted(w.values)))
+        shape = (tuple(sorted(legal)), w.state, w.worker_epoch is not None, tuple(sorted(w.values)))
         groups.setdefault(shape, []).append(w)
     for (expected, state, fenced, keys), rows in groups.items():
-        # Plain equalities, not IN (...): expanding parameters cannot be used with executemany.
-        query = update(TI).where(
-            TI.c.id == bindparam("_id"),
-            TI.c.valid.is_(True),
-            or_(*(TI.c.state == s.value for s in sorted(expected))),
-        )
-        if fenced:
-            query = query.where(
-                or_(TI.c.worker_epoch == 0, TI.c.worker_epoch == bindparam("_worker_epoch"))
-            )
-        query = query.values(state=state.value, **{k: bindparam(f"v_{k}") for k in keys})
+        query = _transition(expected, state, fenced, keys)
         params = [
             {
                 "_id": w.task_instance_id,
