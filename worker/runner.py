@@ -1,7 +1,7 @@
 """The life cycle of task attempts: admission, slots, running, kill, timeout, fencing.
 
 ``submit`` is idempotent on (task_instance_id, attempt): an attempt known to this incarnation
-(queued, running, or finished; the most recent ``remember_finished`` finished ones) is answered
+(queued, running, or finished lately: :mod:`dsched.worker.finished`) is answered
 ALREADY_ACCEPTED with its log path and never started twice. At most ``slots`` attempts run at once;
 the rest wait in a FIFO and start when a running one ends (no polling). REJECTED_FULL only when that
 FIFO is full.
@@ -30,6 +30,7 @@ from dsched.server.protocol.event import TaskEvent, TaskEventType
 from dsched.server.protocol.execution import TaskExecution
 from dsched.worker.attempt import NO_PROCESS_EXIT_CODE, Attempt, Outcome, Phase, StopCause
 from dsched.worker.clock import Clock
+from dsched.worker.finished import FinishedAttempts
 from dsched.worker.logs import LogStore
 from dsched.worker.orphans import ProcessRecords
 from dsched.worker.tasks import SpawnError, TaskTypes
@@ -91,7 +92,7 @@ class Runner:
         self._remember = remember_finished
         self._workdirs = workdirs
         self._attempts: dict[AttemptKey, Attempt] = {}
-        self._finished: collections.OrderedDict[AttemptKey, str] = collections.OrderedDict()
+        self._finished = FinishedAttempts(limit=remember_finished)
         self._killed_unknown: collections.OrderedDict[AttemptKey, str] = collections.OrderedDict()
         self._queue: collections.deque[Attempt] = collections.deque()
         self._running = 0
@@ -128,7 +129,8 @@ class Runner:
             return Dispatch(outcome=DispatchOutcome.ALREADY_ACCEPTED, log_path=str(known.log.path))
         if key in self._finished:
             self._events.retarget(key, execution.owner_address)
-            return Dispatch(outcome=DispatchOutcome.ALREADY_ACCEPTED, log_path=self._finished[key])
+            path = str(self._logs.path_for(execution))
+            return Dispatch(outcome=DispatchOutcome.ALREADY_ACCEPTED, log_path=path)
         if key in self._killed_unknown:
             # Killed before it arrived (a dispatch overtaken by a stop): never start it.
             return Dispatch(
@@ -355,9 +357,7 @@ class Runner:
         self._attempts.pop(key, None)
         self._events.release(key)
         if remember:
-            self._finished[key] = str(attempt.log.path)
-            while len(self._finished) > self._remember:
-                self._finished.popitem(last=False)
+            self._finished.add(key)
 
     async def _report(
         self,
