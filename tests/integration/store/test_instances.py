@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+from functools import partial
+from typing import Any
 
 import pytest
+from sqlalchemy import update
 
 from dsched.errors import Aborted, OwnershipLost
 from dsched.options import CommandType, Priority
 from dsched.server.core.records import InstanceRecord
 from dsched.server.core.transitions import OWNED_STATES
 from dsched.server.store import instances
-from dsched.server.store.database import Database
+from dsched.server.store.database import Conn, Database
+from dsched.server.store.models import WorkflowInstance, table
 from dsched.states import WorkflowState
 from tests.integration.store.conftest import (
     NOW,
@@ -357,3 +362,59 @@ async def test_a_failover_racing_the_owners_fenced_transaction_waits_and_then_do
     assert (owner, failover) == (True, False)
     assert (await _get(db, instance_id)).state is W.SUCCEEDED
     assert await read(db, lambda c: instances.pending_commands(c, 10)) == []
+
+
+async def _force_state(conn: Conn, *, instance_id: int, state: W) -> None:
+    wi = table(WorkflowInstance)
+    await conn.execute(update(wi).where(wi.c.id == instance_id).values(state=state.value))
+
+
+async def test_list_instances_pages_every_filter_combination_like_a_scan(db: Database) -> None:
+    """Each index path of list_instances (a workflow's, a workflow name's in every project, a
+    project's, one state's, several states merged, the time window's, the primary key's) pages to
+    what filtering every row would give, with a clock that steps back once."""
+    workflows = [
+        await make_workflow(db),
+        await make_workflow(db, workflow_spec(name="etl")),
+        await make_workflow(db, workflow_spec("other", "etl")),
+    ]
+    cycle = [W.SUBMITTED, W.RUNNING, W.SUCCEEDED, W.FAILED, W.SUCCEEDED]
+    for i in range(24):
+        submitted = at(5 if i == 13 else i * 10)  # instance 13 is stamped before 12 (clock reset)
+        made = await make_instance(db, workflows[i % 3], now=submitted)
+        await write(db, partial(_force_state, instance_id=made, state=cycle[i % len(cycle)]))
+    everything = await read(
+        db,
+        lambda c: instances.list_instances(
+            c, project="", workflow="", states=(), submitted_after=None, after=None, limit=100
+        ),
+    )
+    assert len(everything) == 24
+
+    async def paged(**filters: Any) -> list[int]:
+        found: list[int] = []
+        before: int | None = None
+        while True:
+            page = await read(
+                db, partial(instances.list_instances, **filters, after=before, limit=3)
+            )
+            found += [i.id for i in page]
+            if len(page) < 3:
+                return found
+            before = page[-1].id
+
+    projects, names = ["", "proj", "other", "ghost"], ["", "etl", "wf"]
+    state_sets: list[tuple[W, ...]] = [(), (W.FAILED,), (W.RUNNING, W.SUCCEEDED)]
+    for project, name, states, after in itertools.product(
+        projects, names, state_sets, [None, at(125)]
+    ):
+        expected = [
+            i.id
+            for i in everything
+            if project in ("", i.project)
+            and name in ("", i.workflow)
+            and (not states or i.state in states)
+            and (after is None or i.submit_time >= after)
+        ]
+        filters = {"project": project, "workflow": name, "states": states, "submitted_after": after}
+        assert await paged(**filters) == expected, filters
