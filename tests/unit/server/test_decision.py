@@ -193,3 +193,18 @@ async def test_a_pause_of_a_queued_attempt_ends_paused_through_ready_pause() -> 
     assert w.end_event is not None and w.end_event.workflow_state is W.PAUSED
     _committed(state, plan)
     assert state.stored_state is W.PAUSED
+
+
+def test_the_decision_modules_await_nothing() -> None:
+    # Pure means no coroutine anywhere in them: nothing can reach the store or a worker from a
+    # function that cannot await (the runner reads what a batch needs before, and commits after).
+    import ast
+    import inspect
+
+    from dsched.server.engine import actions, control_apply
+
+    for module in (decision, actions, control_apply):
+        tree = ast.parse(inspect.getsource(module))
+        coroutines = [n.name for n in ast.walk(tree) if isinstance(n, ast.AsyncFunctionDef)]
+        awaits = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Await)]
+        assert (module.__name__, coroutines, awaits) == (module.__name__, [], [])
