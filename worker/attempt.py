@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 
-from dsched.server.protocol.event import TaskEventType
+from dsched.server.protocol.event import AttemptReport, TaskEventType
 from dsched.server.protocol.execution import TaskExecution
 from dsched.worker.logs import TaskLog
 from dsched.worker.process import exit_code
@@ -36,16 +34,6 @@ class StopCause(enum.Enum):
     FENCE = "fence"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Outcome:
-    """The terminal result of an attempt, as it is reported."""
-
-    type: TaskEventType
-    exit_code: int = 0
-    out_params: Mapping[str, str] = field(default_factory=dict)
-    message: str = ""
-
-
 class Attempt:
     """The runner's mutable bookkeeping for one attempt."""
 
@@ -64,15 +52,19 @@ class Attempt:
     def timeout_text(self) -> str:
         return f"timed out after {self.execution.timeout.total_seconds():g}s"
 
-    def outcome(self, result: TaskExit) -> Outcome:
+    def outcome(self, result: TaskExit) -> AttemptReport:
         """The result of a task that ran and ended with ``result``."""
         code = exit_code(result.returncode)
         if self.stop is StopCause.TIMEOUT:
-            return Outcome(type=TaskEventType.FAILED, exit_code=code, message=self.timeout_text)
+            return AttemptReport(
+                type=TaskEventType.FAILED, exit_code=code, message=self.timeout_text
+            )
         if self.stop is StopCause.KILL:
-            return Outcome(type=TaskEventType.KILLED, exit_code=code, message=self.kill_reason)
+            return AttemptReport(
+                type=TaskEventType.KILLED, exit_code=code, message=self.kill_reason
+            )
         if result.returncode == 0:
-            return Outcome(type=TaskEventType.SUCCEEDED, out_params=result.out_params)
-        return Outcome(
+            return AttemptReport(type=TaskEventType.SUCCEEDED, out_params=result.out_params)
+        return AttemptReport(
             type=TaskEventType.FAILED, exit_code=code, message=f"exited with code {code}"
         )

@@ -19,13 +19,12 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 from dsched.server.core.backoff import Backoff
 from dsched.server.protocol.ack import Ack, AckDecision
 from dsched.server.protocol.attempt import AttemptKey
-from dsched.server.protocol.event import TaskEvent, TaskEventType
+from dsched.server.protocol.event import AttemptReport, TaskEvent
 from dsched.server.protocol.execution import TaskExecution
 from dsched.worker.clock import Clock
 from dsched.worker.outbox import Outbox, OutboxEntry
@@ -99,17 +98,7 @@ class Reporter:
             return False
         return True
 
-    async def report(
-        self,
-        execution: TaskExecution,
-        type: TaskEventType,
-        *,
-        exit_code: int = 0,
-        out_params: Mapping[str, str] | None = None,
-        pid: int = 0,
-        log_path: str = "",
-        message: str = "",
-    ) -> TaskEvent:
+    async def report(self, execution: TaskExecution, outcome: AttemptReport) -> TaskEvent:
         """Records an event of ``execution``'s attempt and queues it for its owner. Events of one
         attempt must be reported one after the other (await each); they are sent in that order."""
         seq = next(self._seq)
@@ -118,13 +107,8 @@ class Reporter:
             task_instance_id=execution.task_instance_id,
             attempt=execution.attempt,
             workflow_instance_id=execution.workflow_instance_id,
-            type=type,
             event_time=self._clock(),
-            exit_code=exit_code,
-            out_params=dict(out_params or {}),
-            pid=pid,
-            log_path=log_path,
-            message=message,
+            **asdict(outcome),  # asdict copies out_params: the event owns its own
         )
         key = execution.key
         owner = self._owners.setdefault(key, execution.owner_address)
@@ -137,7 +121,7 @@ class Reporter:
         current = self._owners.get(key, owner)
         if current != owner:  # re-targeted while the file was being written
             entry = self._rewrite(replace(entry, owner_address=current))
-        if type.terminal:
+        if outcome.type.terminal:
             self._closed.add(key)
         self._add(Pending(entry=entry, order=next(self._order)))
         return event

@@ -20,15 +20,15 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine
 from typing import Protocol
 
 from dsched.errors import FailedPrecondition
 from dsched.server.protocol.attempt import AttemptKey
 from dsched.server.protocol.dispatch import Dispatch, DispatchOutcome
-from dsched.server.protocol.event import TaskEvent, TaskEventType
+from dsched.server.protocol.event import AttemptReport, TaskEvent, TaskEventType
 from dsched.server.protocol.execution import TaskExecution
-from dsched.worker.attempt import NO_PROCESS_EXIT_CODE, Attempt, Outcome, Phase, StopCause
+from dsched.worker.attempt import NO_PROCESS_EXIT_CODE, Attempt, Phase, StopCause
 from dsched.worker.clock import Clock
 from dsched.worker.finished import FinishedAttempts
 from dsched.worker.logs import LogStore
@@ -42,17 +42,7 @@ log = logging.getLogger(__name__)
 class EventSink(Protocol):
     """Where attempts report their events (the :class:`~dsched.worker.reporter.Reporter`)."""
 
-    async def report(
-        self,
-        execution: TaskExecution,
-        type: TaskEventType,
-        *,
-        exit_code: int = 0,
-        out_params: Mapping[str, str] | None = None,
-        pid: int = 0,
-        log_path: str = "",
-        message: str = "",
-    ) -> TaskEvent: ...
+    async def report(self, execution: TaskExecution, outcome: AttemptReport) -> TaskEvent: ...
 
     def retarget(self, key: AttemptKey, owner_address: str) -> bool: ...
 
@@ -193,7 +183,7 @@ class Runner:
         if attempt.phase is Phase.QUEUED:
             self._queue.remove(attempt)
             attempt.phase = Phase.ENDING
-            outcome = Outcome(
+            outcome = AttemptReport(
                 type=TaskEventType.KILLED,
                 exit_code=NO_PROCESS_EXIT_CODE,
                 message=f"killed before it started: {attempt.kill_reason}",
@@ -275,7 +265,7 @@ class Runner:
             outcome = await self._execute(attempt)
         except Exception as exc:  # a task type's bug must still end the attempt and free the slot
             log.exception("attempt %s failed inside the worker", attempt.execution.key)
-            outcome = Outcome(
+            outcome = AttemptReport(
                 type=TaskEventType.FAILED,
                 exit_code=NO_PROCESS_EXIT_CODE,
                 message=f"worker error: {exc}",
@@ -290,21 +280,21 @@ class Runner:
             if was_full and not self.full:
                 self.on_load_change()
 
-    async def _execute(self, attempt: Attempt) -> Outcome:
+    async def _execute(self, attempt: Attempt) -> AttemptReport:
         execution = attempt.execution
         attempt.log.open()
         path = str(attempt.log.path)
         if execution.dry_run:
             attempt.log.note("dry run: the task was not started")
-            await self._report(attempt, TaskEventType.RUNNING, log_path=path)
+            await self._report(attempt, AttemptReport(type=TaskEventType.RUNNING, log_path=path))
             if attempt.stop is StopCause.KILL:
-                return Outcome(type=TaskEventType.KILLED, message=attempt.kill_reason)
-            return Outcome(type=TaskEventType.SUCCEEDED, message="dry run")
+                return AttemptReport(type=TaskEventType.KILLED, message=attempt.kill_reason)
+            return AttemptReport(type=TaskEventType.SUCCEEDED, message="dry run")
         try:
             run = await self._types.for_kind(execution.kind).start(execution, attempt.log)
         except SpawnError as exc:
             attempt.log.note(f"could not start: {exc}")
-            return Outcome(
+            return AttemptReport(
                 type=TaskEventType.FAILED,
                 exit_code=NO_PROCESS_EXIT_CODE,
                 message=f"could not start: {exc}",
@@ -318,7 +308,9 @@ class Runner:
             self._begin_kill(attempt, 0.0 if attempt.silent else self._kill_grace)
         timer = self._arm_timeout(attempt)
         try:
-            await self._report(attempt, TaskEventType.RUNNING, pid=run.pid, log_path=path)
+            await self._report(
+                attempt, AttemptReport(type=TaskEventType.RUNNING, pid=run.pid, log_path=path)
+            )
             result = await run.wait()
         finally:
             if timer is not None:
@@ -328,7 +320,7 @@ class Runner:
                 self._records.forget(run.pid)
         return attempt.outcome(result)
 
-    async def _end(self, attempt: Attempt, outcome: Outcome) -> None:
+    async def _end(self, attempt: Attempt, outcome: AttemptReport) -> None:
         if attempt.silent:
             attempt.log.note("ended; result not reported")
         else:
@@ -338,13 +330,7 @@ class Runner:
             )
         attempt.log.finish()
         if not attempt.silent:
-            await self._report(
-                attempt,
-                outcome.type,
-                exit_code=outcome.exit_code,
-                out_params=outcome.out_params,
-                message=outcome.message,
-            )
+            await self._report(attempt, outcome)
         self._close(attempt, remember=not attempt.silent)
         if self._workdirs is not None:
             succeeded = outcome.type is TaskEventType.SUCCEEDED and not attempt.silent
@@ -359,27 +345,9 @@ class Runner:
         if remember:
             self._finished.add(key)
 
-    async def _report(
-        self,
-        attempt: Attempt,
-        type: TaskEventType,
-        *,
-        exit_code: int = 0,
-        out_params: Mapping[str, str] | None = None,
-        pid: int = 0,
-        log_path: str = "",
-        message: str = "",
-    ) -> None:
+    async def _report(self, attempt: Attempt, outcome: AttemptReport) -> None:
         if not attempt.silent:
-            await self._events.report(
-                attempt.execution,
-                type,
-                exit_code=exit_code,
-                out_params=out_params,
-                pid=pid,
-                log_path=log_path,
-                message=message,
-            )
+            await self._events.report(attempt.execution, outcome)
 
     def _start_next(self) -> None:
         while self._queue and not self.full and not self._stopping:

@@ -19,6 +19,8 @@ from dsched.server.engine.messages import KillUnanswered, TakeOverResult
 from dsched.server.engine.services import EngineServices
 from dsched.server.engine.worker_client import WorkerCallError
 from dsched.server.engine.workers import WorkerRef
+from dsched.server.protocol.attempt import AttemptKey
+from dsched.server.protocol.orders import Kill, TakeOver
 from dsched.server.rpc.probe import PROBE_TIMEOUT_S
 from dsched.server.store import instances as instance_repo
 
@@ -58,8 +60,9 @@ class EffectExecutor:
         found = False
         if target:
             try:
+                order = Kill(AttemptKey(ti_id, attempt), "stopped by the master")
                 found = await self.s.worker_client.kill(
-                    target, ti_id, attempt, "stopped by the master", timeout=WORKER_CALL_TIMEOUT_S
+                    target, order, timeout=WORKER_CALL_TIMEOUT_S
                 )
             except WorkerCallError as err:
                 log.warning("kill of task instance %s on %s failed: %s", ti_id, target, err.code)
@@ -79,13 +82,11 @@ class EffectExecutor:
         live = await self._incarnation(host, worker_epoch) if host else None
         if live is not None:
             try:
+                order = TakeOver(
+                    AttemptKey(ti_id, attempt), self.s.cluster_address, runner.instance.epoch
+                )
                 found = await self.s.worker_client.take_over(
-                    host,
-                    ti_id,
-                    attempt,
-                    owner_address=self.s.cluster_address,
-                    owner_epoch=runner.instance.epoch,
-                    timeout=WORKER_CALL_TIMEOUT_S,
+                    host, order, timeout=WORKER_CALL_TIMEOUT_S
                 )
             except WorkerCallError as err:
                 log.warning("take-over of task instance %s on %s failed: %s", ti_id, host, err.code)

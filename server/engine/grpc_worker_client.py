@@ -14,7 +14,6 @@ from grpc import aio
 
 from dsched.errors import InvalidArgument
 from dsched.server.engine.worker_client import RequestRefused, WorkerCallError
-from dsched.server.protocol.attempt import AttemptKey
 from dsched.server.protocol.dispatch import DispatchReply
 from dsched.server.protocol.execution import TaskExecution
 from dsched.server.protocol.orders import Kill, TakeOver
@@ -47,27 +46,14 @@ class GrpcWorkerClient:
             # Which attempts it took is unknown, as if the answer had been lost.
             raise WorkerCallError(address, "INVALID_REPLY", str(err)) from err
 
-    async def kill(
-        self, address: str, task_instance_id: int, attempt: int, reason: str, *, timeout: float
-    ) -> bool:
-        request = kill_to_proto(Kill(AttemptKey(task_instance_id, attempt), reason))
+    async def kill(self, address: str, order: Kill, *, timeout: float) -> bool:
         try:
-            reply = await self._stub(address).KillTask(request, timeout=timeout)
+            reply = await self._stub(address).KillTask(kill_to_proto(order), timeout=timeout)
         except aio.AioRpcError as err:
             raise _error(address, err) from err
         return reply.found
 
-    async def take_over(
-        self,
-        address: str,
-        task_instance_id: int,
-        attempt: int,
-        *,
-        owner_address: str,
-        owner_epoch: int,
-        timeout: float,
-    ) -> bool:
-        order = TakeOver(AttemptKey(task_instance_id, attempt), owner_address, owner_epoch)
+    async def take_over(self, address: str, order: TakeOver, *, timeout: float) -> bool:
         try:
             reply = await self._stub(address).TakeOverTask(
                 take_over_to_proto(order), timeout=timeout

@@ -17,6 +17,7 @@ from typing import Protocol
 
 from dsched.server.protocol.dispatch import DispatchReply
 from dsched.server.protocol.execution import TaskExecution
+from dsched.server.protocol.orders import Kill, TakeOver
 
 
 class WorkerCallError(Exception):
@@ -46,24 +47,13 @@ class WorkerClient(Protocol):
         worker had accepted before."""
         ...
 
-    async def kill(
-        self, address: str, task_instance_id: int, attempt: int, reason: str, *, timeout: float
-    ) -> bool:
+    async def kill(self, address: str, order: Kill, *, timeout: float) -> bool:
         """Asks the worker to kill an attempt; True if it had it (it then reports KILLED)."""
         ...
 
-    async def take_over(
-        self,
-        address: str,
-        task_instance_id: int,
-        attempt: int,
-        *,
-        owner_address: str,
-        owner_epoch: int,
-        timeout: float,
-    ) -> bool:
-        """Tells the worker that the master at ``owner_address`` (its cluster listener) with
-        ``owner_epoch`` owns the attempt now; True if the worker still has it."""
+    async def take_over(self, address: str, order: TakeOver, *, timeout: float) -> bool:
+        """Tells the worker that the master at ``order.owner_address`` (its cluster listener)
+        owns the attempt now; True if the worker still has it."""
         ...
 
     async def refused(self, address: str, *, timeout: float) -> bool:

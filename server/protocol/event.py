@@ -24,8 +24,22 @@ class TaskEventType(StrEnum):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TaskEvent:
-    """One state change of an attempt, as reported to its owner master.
+class AttemptReport:
+    """What an event says about its attempt: RUNNING with its process and log, or how the attempt
+    ended (its exit code, OUT parameters and why)."""
+
+    type: TaskEventType
+    exit_code: int = 0
+    out_params: Mapping[str, str] = field(default_factory=dict)
+    pid: int = 0
+    log_path: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskEvent(AttemptReport):
+    """One state change of an attempt, as reported to its owner master: the report, the attempt
+    it is about and when it happened.
 
     ``event_id`` is ``"<worker epoch>-<sequence>"``, unique per worker incarnation; the master's
     acknowledgement refers to it and a resent event keeps it, so the master can answer DUPLICATE.
@@ -35,13 +49,7 @@ class TaskEvent:
     task_instance_id: int
     attempt: int
     workflow_instance_id: int
-    type: TaskEventType
     event_time: datetime
-    exit_code: int = 0
-    out_params: Mapping[str, str] = field(default_factory=dict)
-    pid: int = 0
-    log_path: str = ""
-    message: str = ""
 
     @property
     def key(self) -> AttemptKey:

@@ -30,6 +30,7 @@ from dsched.server.protocol.ack import Ack, AckDecision
 from dsched.server.protocol.dispatch import Dispatch, DispatchOutcome, DispatchReply
 from dsched.server.protocol.event import TaskEvent, TaskEventType
 from dsched.server.protocol.execution import TaskExecution
+from dsched.server.protocol.orders import Kill, TakeOver
 from dsched.spec import ShellSpec
 from dsched.worker.agent import worker_node
 
@@ -334,13 +335,13 @@ class FakeWorkers:
             raise WorkerCallError(address, "UNAVAILABLE", "fake: nobody at this address")
         return await worker.dispatch(specs)
 
-    async def kill(
-        self, address: str, task_instance_id: int, attempt: int, reason: str, *, timeout: float
-    ) -> bool:
-        worker, found = self._held(Call("kill", address, (task_instance_id,), reason), attempt)
+    async def kill(self, address: str, order: Kill, *, timeout: float) -> bool:
+        key = order.key
+        call = Call("kill", address, (key.task_instance_id,), order.reason)
+        worker, found = self._held(call, key.attempt)
         if found is None:
-            if (task_instance_id, attempt) not in worker.attempts:
-                worker.killed_unknown.add((task_instance_id, attempt))
+            if (key.task_instance_id, key.attempt) not in worker.attempts:
+                worker.killed_unknown.add((key.task_instance_id, key.attempt))
             return False
         # A real worker answers first and reports KILLED once the process group is gone.
         task = asyncio.get_running_loop().create_task(worker.report(found, TaskEventType.KILLED))
@@ -348,21 +349,12 @@ class FakeWorkers:
         task.add_done_callback(self._tasks.discard)
         return True
 
-    async def take_over(
-        self,
-        address: str,
-        task_instance_id: int,
-        attempt: int,
-        *,
-        owner_address: str,
-        owner_epoch: int,
-        timeout: float,
-    ) -> bool:
-        call = Call("take_over", address, (task_instance_id,), owner_address)
-        _, found = self._held(call, attempt)
+    async def take_over(self, address: str, order: TakeOver, *, timeout: float) -> bool:
+        call = Call("take_over", address, (order.key.task_instance_id,), order.owner_address)
+        _, found = self._held(call, order.key.attempt)
         if found is None:
             return False
-        found.owner_address, found.owner_epoch = owner_address, owner_epoch
+        found.owner_address, found.owner_epoch = order.owner_address, order.owner_epoch
         return True
 
     async def refused(self, address: str, *, timeout: float) -> bool:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from google.protobuf import duration_pb2, timestamp_pb2
 from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
@@ -50,6 +50,13 @@ def address(path: str, value: str, out: list[FieldViolation]) -> None:
     found = address_violation(path, value)
     if found is not None:
         out.append(found)
+
+
+def same_named(source: object, names: Iterable[str]) -> dict[str, Any]:
+    """The fields ``names`` of ``source`` by name: for the fields a value and its message share
+    by name and type, so that a conversion lists them once for both directions (the round-trip
+    tests in tests/unit/protocol check that they do mean the same)."""
+    return {name: getattr(source, name) for name in names}
 
 
 def value_problem(value: str) -> str | None:

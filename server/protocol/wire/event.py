@@ -12,21 +12,17 @@ from dsched.server.protocol.wire import checks
 from dsched.v1 import enums_pb2, task_event_service_pb2
 
 MAX_EVENT_ID_LENGTH = 64  # "<epoch>-<sequence>": two int64 and a dash fit with room to spare
+# The fields that mean the same, under the same name and type, in the value and the message.
+_IDS = ("event_id", "task_instance_id", "attempt", "workflow_instance_id")
+_SAME = (*_IDS, "exit_code", "pid", "log_path", "message")
 
 
 def event_to_proto(event: TaskEvent) -> task_event_service_pb2.TaskEvent:
     return task_event_service_pb2.TaskEvent(
-        event_id=event.event_id,
-        task_instance_id=event.task_instance_id,
-        attempt=event.attempt,
-        workflow_instance_id=event.workflow_instance_id,
+        **checks.same_named(event, _SAME),
         type=f"TASK_EVENT_TYPE_{event.type.value}",
         event_time=checks.to_timestamp(event.event_time),
-        exit_code=event.exit_code,
         out_params=dict(event.out_params),
-        pid=event.pid,
-        log_path=event.log_path,
-        message=event.message,
     )
 
 
@@ -46,17 +42,10 @@ def event_from_proto(msg: task_event_service_pb2.TaskEvent) -> TaskEvent:
     if out or kind is None:
         raise InvalidArgument("invalid task event", violations=out)
     return TaskEvent(
-        event_id=msg.event_id,
-        task_instance_id=msg.task_instance_id,
-        attempt=msg.attempt,
-        workflow_instance_id=msg.workflow_instance_id,
+        **checks.same_named(msg, _SAME),
         type=kind,
         event_time=event_time,
-        exit_code=msg.exit_code,
         out_params=checks.receivable_params(msg.task_instance_id, msg.out_params),
-        pid=msg.pid,
-        log_path=msg.log_path,
-        message=msg.message,
     )
 
 

@@ -15,23 +15,18 @@ from dsched.v1 import enums_pb2, resources_pb2, worker_service_pb2
 
 MAX_KEY_LENGTH = 256
 MAX_DISPATCH_BATCH = 1000  # tasks per DispatchTasks call (bounds one request's work)
+# The fields that mean the same, under the same name and type, in the value and the message.
+_IDS = ("task_instance_id", "attempt", "workflow_instance_id", "workflow_code")
+_SAME = (*_IDS, "workflow_version", "task_name", "owner_address", "owner_epoch", "dry_run")
 
 
 def execution_to_proto(execution: TaskExecution) -> worker_service_pb2.TaskExecution:
     return worker_service_pb2.TaskExecution(
-        task_instance_id=execution.task_instance_id,
-        attempt=execution.attempt,
-        workflow_instance_id=execution.workflow_instance_id,
-        workflow_code=execution.workflow_code,
-        workflow_version=execution.workflow_version,
-        task_name=execution.task_name,
+        **checks.same_named(execution, _SAME),
         idempotency_key=execution.idempotency_key,
         params=dict(execution.params),
         timeout=checks.to_duration(execution.timeout),
         timeout_strategy=f"TIMEOUT_STRATEGY_{execution.timeout_strategy.value}",
-        dry_run=execution.dry_run,
-        owner_address=execution.owner_address,
-        owner_epoch=execution.owner_epoch,
         submit_time=checks.to_timestamp(execution.submit_time),
         shell=resources_pb2.ShellTask(script=execution.kind.script),
     )
@@ -112,21 +107,13 @@ def execution_from_proto(
     if len(out) > before or kind is None:
         return None
     return TaskExecution(
-        task_instance_id=task.task_instance_id,
-        attempt=task.attempt,
-        workflow_instance_id=task.workflow_instance_id,
-        workflow_code=task.workflow_code,
-        workflow_version=task.workflow_version,
-        task_name=task.task_name,
+        **checks.same_named(task, _SAME),
         idempotency_key=key,
         kind=kind,
-        owner_address=task.owner_address,
-        owner_epoch=task.owner_epoch,
         submit_time=submit,
         params=dict(task.params),
         timeout=timeout,
         timeout_strategy=strategy,
-        dry_run=task.dry_run,
     )
 
 

@@ -15,7 +15,9 @@ import pytest
 from dsched.server.coord.embedded import EmbeddedEnsemble
 from dsched.server.engine.grpc_worker_client import GrpcWorkerClient
 from dsched.server.engine.worker_client import RequestRefused, WorkerCallError, WorkerClient
+from dsched.server.protocol.attempt import AttemptKey
 from dsched.server.protocol.execution import TaskExecution
+from dsched.server.protocol.orders import Kill, TakeOver
 from tests.conftest import free_port
 from tests.fakes.worker import FakeWorker, FakeWorkers, Mode, dispatch_spec
 from tests.integration.worker.conftest import Harness
@@ -46,19 +48,11 @@ class Side:
         return [r.accepted for r in reply.results]
 
     async def kill(self, spec: TaskExecution) -> bool:
-        return await self.client.kill(
-            self.address, spec.task_instance_id, spec.attempt, "test", timeout=TIMEOUT_S
-        )
+        return await self.client.kill(self.address, Kill(spec.key, "test"), timeout=TIMEOUT_S)
 
     async def take_over(self, spec: TaskExecution) -> bool:
-        return await self.client.take_over(
-            self.address,
-            spec.task_instance_id,
-            spec.attempt,
-            owner_address=self.owner,
-            owner_epoch=10,
-            timeout=TIMEOUT_S,
-        )
+        order = TakeOver(spec.key, self.owner, 10)
+        return await self.client.take_over(self.address, order, timeout=TIMEOUT_S)
 
 
 async def _grpc(harness: Harness) -> AsyncIterator[Side]:
@@ -154,14 +148,13 @@ async def test_nothing_listening_is_a_call_error_not_a_refusal() -> None:
     address = f"127.0.0.1:{free_port()}"
     try:
         with pytest.raises(WorkerCallError) as raised:
-            await client.kill(address, 1, 1, "test", timeout=TIMEOUT_S)
+            await client.kill(address, Kill(AttemptKey(1, 1), "test"), timeout=TIMEOUT_S)
         assert raised.value.code == "UNAVAILABLE"
         assert not isinstance(raised.value, RequestRefused)
         assert await client.refused(address, timeout=TIMEOUT_S)
         client.forget(address)  # its channel goes; the next call opens a new one
         with pytest.raises(WorkerCallError):
-            await client.take_over(
-                address, 1, 1, owner_address="127.0.0.1:1", owner_epoch=1, timeout=TIMEOUT_S
-            )
+            order = TakeOver(AttemptKey(1, 1), "127.0.0.1:1", 1)
+            await client.take_over(address, order, timeout=TIMEOUT_S)
     finally:
         await client.close()
