@@ -6,9 +6,14 @@ worker) and still not commit; then nothing of it may reach a worker or the store
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import update
 
+from dsched.errors import IllegalTransition
 from dsched.server.protocol.ack import AckDecision
+from dsched.server.store import batch as batch_store
+from dsched.server.store.batch import BatchWrites
+from dsched.server.store.database import Database
 from dsched.server.store.models import TaskInstance, table
 from dsched.states import TaskState
 from tests.unit.core.specs import task, workflow
@@ -39,3 +44,26 @@ async def test_a_batch_whose_commit_fails_sends_and_stores_nothing(engine: Engin
     assert len(worker.attempts) == 1  # b was decided, but never dispatched
     stored = await engine.attempts(instance_id)
     assert [(t.task_name, t.state) for t in stored] == [("a", TaskState.KILLED)]
+
+
+async def test_a_batch_the_store_refuses_as_illegal_is_counted_and_not_acknowledged(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worker = await engine.workers.add()
+    instance_id = await engine.start_run(workflow(task("a")))
+    await worker.holding(1)
+    reloads: list[int] = []
+    engine.services.reload = lambda i, _pins: reloads.append(i)
+
+    async def refused(_db: Database, w: BatchWrites) -> list[int]:
+        # What the store's guard raises for a write the transition tables forbid.
+        raise IllegalTransition("task instance 1 cannot go from SUCCEEDED to RUNNING")
+
+    monkeypatch.setattr(batch_store, "commit", refused)
+    ack = await worker.running("a")
+
+    assert ack.decision is AckDecision.RETRY_LATER
+    assert engine.services.metrics.illegal_transitions == 1
+    assert reloads == [instance_id]
+    stored = await engine.attempts(instance_id)
+    assert [(t.task_name, t.state) for t in stored] == [("a", TaskState.SUBMITTED)]
