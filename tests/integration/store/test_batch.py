@@ -51,6 +51,21 @@ def _new(name: str) -> NewAttempt:
     )
 
 
+async def _recorded_elsewhere(
+    db: Database, instance_id: int, request_id: str, kind: ControlKind
+) -> None:
+    """A control another master recorded, pending for the owner."""
+    async with db.transaction() as conn:
+        await controls.add(
+            conn,
+            request_id=request_id,
+            instance_id=instance_id,
+            kind=kind,
+            requested_by="m2:1",
+            now=at(0),
+        )
+
+
 async def test_an_attempt_created_and_cancelled_in_one_batch_is_stored_cancelled(
     db: Database,
 ) -> None:
@@ -92,15 +107,7 @@ async def test_a_stale_epoch_commits_nothing(db: Database) -> None:
 
 async def test_the_end_refuses_pending_controls_before_the_end_event(db: Database) -> None:
     instance_id = await _instance(db)
-    async with db.transaction() as conn:
-        await controls.add(
-            conn,
-            request_id="r-1",
-            instance_id=instance_id,
-            kind=ControlKind.PAUSE,
-            requested_by="m2:1",
-            now=at(0),
-        )
+    await _recorded_elsewhere(db, instance_id, "r-1", ControlKind.PAUSE)
     w = _writes(instance_id)
     w.path = [W.SUCCEEDED]
     w.end_event = NewEvent(workflow_instance_id=instance_id, workflow_state=W.SUCCEEDED)
@@ -116,15 +123,7 @@ async def test_controls_recorded_after_the_decision_read_them_fail_the_batch(
 ) -> None:
     instance_id = await _instance(db)
     seen = await read(db, lambda c: controls.pending(c, instance_id, or_request="mine"))
-    async with db.transaction() as conn:  # another master records one meanwhile
-        await controls.add(
-            conn,
-            request_id="theirs",
-            instance_id=instance_id,
-            kind=ControlKind.STOP,
-            requested_by="m2:1",
-            now=at(0),
-        )
+    await _recorded_elsewhere(db, instance_id, "theirs", ControlKind.STOP)  # meanwhile
     w = _writes(instance_id)
     w.controls_seen, w.control_request = tuple(r.id for r in seen), "mine"
     w.adds.append(
