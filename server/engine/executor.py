@@ -10,9 +10,12 @@ as background tasks; what they learn comes back to the runner as messages.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+from collections.abc import Awaitable, Callable
 
 from dsched.server.constants import KILL_GRACE_S
+from dsched.server.core.backoff import Backoff
 from dsched.server.core.records import InstanceRecord
 from dsched.server.engine.effects import Effects, Mailbox
 from dsched.server.engine.messages import KillUnanswered, TakeOverResult
@@ -27,6 +30,7 @@ from dsched.server.store import instances as instance_repo
 log = logging.getLogger(__name__)
 
 WORKER_CALL_TIMEOUT_S = 10.0
+_RETRY = Backoff(initial=0.05, maximum=2.0)  # calls left unanswered by a live worker
 
 
 class EffectExecutor:
@@ -56,18 +60,23 @@ class EffectExecutor:
         _answer(effects)
 
     async def _kill(self, runner: Mailbox, ti_id: int, attempt: int, target: str) -> None:
-        """Asks the worker to kill an attempt; if it has none, ends it KILLED after a grace."""
-        found = False
+        """Asks the worker to kill an attempt; if it has none, ends it KILLED after a grace. A kill
+        left unanswered is sent again while that worker incarnation lives; once it is gone, its
+        failover settles the attempt."""
+        found: bool | None = False
         if target:
-            try:
-                order = Kill(AttemptKey(ti_id, attempt), "stopped by the master")
-                found = await self.s.worker_client.kill(
-                    target, order, timeout=WORKER_CALL_TIMEOUT_S
-                )
-            except WorkerCallError as err:
-                log.warning("kill of task instance %s on %s failed: %s", ti_id, target, err.code)
-                if self.s.workers.get(target) is not None:
-                    return  # alive but unreachable now: its result (or a failover) settles it
+            known = self.s.workers.get(target)
+            epoch = known.epoch if known is not None else None
+
+            async def alive() -> bool:
+                live = self.s.workers.get(target)
+                return live is not None and live.epoch == epoch
+
+            order = Kill(AttemptKey(ti_id, attempt), "stopped by the master")
+            kill = functools.partial(
+                self.s.worker_client.kill, target, order, timeout=WORKER_CALL_TIMEOUT_S
+            )
+            found = await _until_answered(runner, "kill", ti_id, target, alive, kill)
         if not found:
             runner.schedule(KILL_GRACE_S, KillUnanswered(ti_id))
 
@@ -77,20 +86,23 @@ class EffectExecutor:
         """Tells the worker holding an adopted attempt that this master owns it now. The attempt is
         lost at once if another incarnation serves its worker's address or nothing listens there
         any more; a worker that is only missing from the registry gets the failover delay to come
-        back (or to fence itself, if it is only cut off) before its attempt is declared lost."""
-        found = False
-        live = await self._incarnation(host, worker_epoch) if host else None
-        if live is not None:
-            try:
-                order = TakeOver(
-                    AttemptKey(ti_id, attempt), self.s.cluster_address, runner.instance.epoch
-                )
-                found = await self.s.worker_client.take_over(
-                    host, order, timeout=WORKER_CALL_TIMEOUT_S
-                )
-            except WorkerCallError as err:
-                log.warning("take-over of task instance %s on %s failed: %s", ti_id, host, err.code)
-        runner.post(TakeOverResult(ti_id, found))
+        back (or to fence itself, if it is only cut off) before its attempt is declared lost. A
+        call left unanswered is made again while the incarnation lives: it may still run the
+        attempt, and calling it lost would run it twice."""
+
+        async def alive() -> bool:
+            return await self._incarnation(host, worker_epoch) is not None
+
+        found: bool | None = False
+        if host and await alive():
+            order = TakeOver(
+                AttemptKey(ti_id, attempt), self.s.cluster_address, runner.instance.epoch
+            )
+            take_over = functools.partial(
+                self.s.worker_client.take_over, host, order, timeout=WORKER_CALL_TIMEOUT_S
+            )
+            found = await _until_answered(runner, "take-over", ti_id, host, alive, take_over)
+        runner.post(TakeOverResult(ti_id, bool(found)))
 
     async def _incarnation(self, host: str, epoch: int) -> WorkerRef | None:
         """The worker incarnation ``(host, epoch)`` if it is registered (after the failover delay
@@ -118,6 +130,29 @@ class EffectExecutor:
             return
         if not future.done():
             future.set_result(record)
+
+
+async def _until_answered(
+    runner: Mailbox,
+    what: str,
+    ti_id: int,
+    host: str,
+    alive: Callable[[], Awaitable[bool]],
+    call: Callable[[], Awaitable[bool]],
+) -> bool | None:
+    """``call()``'s answer about an attempt on the worker at ``host``. A call left unanswered (its
+    outcome unknown, as for a dispatch) is made again while ``alive()`` says that the worker
+    incarnation it went to lives and ``runner`` still drives the instance; None once not."""
+    for tries, delay in enumerate(_RETRY.delays()):
+        try:
+            return await call()
+        except WorkerCallError as err:
+            level = logging.WARNING if tries == 0 else logging.DEBUG
+            log.log(level, "%s of task instance %s on %s: %s", what, ti_id, host, err.code)
+        if runner.done or not await alive():
+            return None
+        await asyncio.sleep(delay)
+    return None  # not reached: the back-off has no limit
 
 
 def _answer(effects: Effects) -> None:

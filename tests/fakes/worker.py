@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -104,6 +105,8 @@ class FakeWorker:
     # Kills of attempts it did not have: a dispatch overtaken by a stop never starts (as a real
     # worker remembers them).
     killed_unknown: set[tuple[int, int]] = field(default_factory=set)
+    # Calls (by method: kill, take_over) to leave unanswered next, as a network blip would.
+    unanswered: Counter[str] = field(default_factory=Counter)
     registry: EmbeddedRegistry | None = None
     _held: asyncio.Event = field(default_factory=asyncio.Event)
     _event_ids: itertools.count[int] = field(default_factory=itertools.count)
@@ -323,6 +326,9 @@ class FakeWorkers:
         worker = self._worker(call.address)
         if worker is None or not worker.listening:
             raise WorkerCallError(call.address, "UNAVAILABLE", "fake: nobody at this address")
+        if worker.unanswered[call.method] > 0:
+            worker.unanswered[call.method] -= 1
+            raise WorkerCallError(call.address, "DEADLINE_EXCEEDED", "fake: no answer")
         return worker, worker.find(call.task_instance_ids[0], attempt)
 
     async def dispatch(

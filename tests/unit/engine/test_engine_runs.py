@@ -16,7 +16,7 @@ from dsched.server.core.records import TaskInstanceRecord
 from dsched.server.protocol.ack import AckDecision
 from dsched.server.protocol.event import TaskEventType
 from dsched.states import TaskState, WorkflowState
-from tests.fakes.worker import FakeWorkers, Mode
+from tests.fakes.worker import FakeWorker, FakeWorkers, Mode
 from tests.unit.core.specs import task, workflow
 from tests.unit.engine.conftest import Engine, World
 
@@ -25,6 +25,18 @@ def ran_once(workers: FakeWorkers) -> None:
     """Every attempt any worker accepted was accepted by that worker only."""
     held = Counter(key for w in workers.by_address.values() for key in w.attempts)
     assert [key for key, n in held.items() if n > 1] == []
+
+
+async def running_when_its_master_crashed(world: World) -> tuple[FakeWorker, int]:
+    """A run of one task ``a`` that a master started and dispatched; the worker runs it; the
+    master then crashed. Returns the worker and the instance id."""
+    crashed = await world.master()
+    worker = await world.workers.add()
+    instance_id = await crashed.start_run(workflow(task("a")))
+    await worker.holding(1)
+    await worker.running("a")
+    await crashed.crash()
+    return worker, instance_id
 
 
 def summary(attempts: list[TaskInstanceRecord]) -> list[tuple[str, int, TaskState, bool]]:
@@ -116,6 +128,19 @@ async def test_stop_kills_the_running_attempt_and_starts_nothing_more(engine: En
     ]
     assert summary(await engine.attempts(instance_id)) == [("a", 1, TaskState.KILLED, True)]
     assert len(worker.attempts) == 1
+
+
+async def test_a_kill_left_unanswered_is_sent_again(engine: Engine) -> None:
+    worker = await engine.workers.add()
+    instance_id = await engine.start_run(workflow(task("a")))
+    await worker.holding(1)
+    await worker.running("a")
+    worker.unanswered["kill"] = 2  # a network blip: the worker is alive and runs it
+
+    await engine.control(instance_id, ControlKind.STOP)
+    assert (await engine.until(instance_id)).state is WorkflowState.STOPPED
+    assert summary(await engine.attempts(instance_id)) == [("a", 1, TaskState.KILLED, True)]
+    assert [c.method for c in engine.workers.calls].count("kill") == 3
 
 
 async def test_pause_lets_the_running_task_finish_and_resume_runs_the_rest(
@@ -320,13 +345,23 @@ async def test_a_master_that_crashed_is_taken_over_without_running_anything_twic
     ran_once(world.workers)
 
 
+async def test_a_take_over_left_unanswered_is_asked_again_not_run_twice(world: World) -> None:
+    worker, instance_id = await running_when_its_master_crashed(world)
+    worker.unanswered["take_over"] = 2  # a network blip: the worker is alive and has it
+
+    successor = await world.master()
+    await world.workers.wait_for(
+        lambda: worker.attempt("a").owner_address == successor.services.cluster_address
+    )
+    assert (await worker.succeed("a")).decision is AckDecision.ACCEPTED
+    assert (await successor.until(instance_id)).state is WorkflowState.SUCCEEDED
+    assert summary(await successor.attempts(instance_id)) == [("a", 1, TaskState.SUCCEEDED, True)]
+    assert len(worker.attempts) == 1
+    ran_once(world.workers)
+
+
 async def test_an_adopted_attempt_its_worker_lost_is_run_again(world: World) -> None:
-    crashed = await world.master()
-    worker = await world.workers.add()
-    instance_id = await crashed.start_run(workflow(task("a")))
-    await worker.holding(1)
-    await worker.running("a")
-    await crashed.crash()
+    worker, instance_id = await running_when_its_master_crashed(world)
     worker.attempts.clear()  # the worker restarted its process table: the attempt is lost
 
     successor = await world.master()
