@@ -122,8 +122,11 @@ class FakeWorker:
             await self.registry.update(self.node, self._heartbeat(status))
 
     async def leave(self, *, listening: bool = False) -> None:
-        """Leaves the registry (its session ends); ``listening`` False: its port is closed."""
+        """Leaves the registry (its session ends); ``listening`` False: its port is closed, and
+        calls it holds fail (the connection is gone)."""
         self.listening = listening
+        if not listening:
+            self._held.set()
         if self.registry is not None:
             await self.registry.stop()
             self.registry = None
@@ -242,7 +245,7 @@ class FakeWorker:
         self.workers.changed()
         if self.mode is Mode.HOLD:
             await self._held.wait()
-        if self.mode is Mode.LOSE_ANSWER:
+        if self.mode is Mode.LOSE_ANSWER or not self.listening:
             raise WorkerCallError(self.address, "DEADLINE_EXCEEDED", "fake: answer lost")
         return DispatchReply(self.epoch, results)
 

@@ -27,6 +27,15 @@ def ran_once(workers: FakeWorkers) -> None:
     assert [key for key, n in held.items() if n > 1] == []
 
 
+async def one_task_running_on(engine: Engine, mode: Mode = Mode.ACCEPT) -> tuple[FakeWorker, int]:
+    """A run of one task ``a`` sent to a new worker answering in ``mode``, which has it now.
+    Returns the worker and the instance id."""
+    worker = await engine.workers.add(mode=mode)
+    instance_id = await engine.start_run(workflow(task("a")))
+    await worker.holding(1)
+    return worker, instance_id
+
+
 async def running_when_its_master_crashed(world: World) -> tuple[FakeWorker, int]:
     """A run of one task ``a`` that a master started and dispatched; the worker runs it; the
     master then crashed. Returns the worker and the instance id."""
@@ -131,9 +140,7 @@ async def test_stop_kills_the_running_attempt_and_starts_nothing_more(engine: En
 
 
 async def test_a_kill_left_unanswered_is_sent_again(engine: Engine) -> None:
-    worker = await engine.workers.add()
-    instance_id = await engine.start_run(workflow(task("a")))
-    await worker.holding(1)
+    worker, instance_id = await one_task_running_on(engine)
     await worker.running("a")
     worker.unanswered["kill"] = 2  # a network blip: the worker is alive and runs it
 
@@ -189,9 +196,7 @@ async def test_stop_while_the_dispatch_has_not_answered_kills_the_attempt_there(
 async def test_a_lost_answer_is_resent_to_the_same_worker_which_runs_it_once(
     engine: Engine,
 ) -> None:
-    first = await engine.workers.add(mode=Mode.LOSE_ANSWER)
-    instance_id = await engine.start_run(workflow(task("a")))
-    await first.holding(1)
+    first, instance_id = await one_task_running_on(engine, mode=Mode.LOSE_ANSWER)
     await engine.workers.add()  # another worker is there, and must not get it
     await engine.workers.wait_for(lambda: len(engine.workers.dispatched()) >= 2)
     first.mode = Mode.ACCEPT
@@ -200,6 +205,34 @@ async def test_a_lost_answer_is_resent_to_the_same_worker_which_runs_it_once(
     await first.succeed("a")
     assert (await engine.until(instance_id)).state is WorkflowState.SUCCEEDED
     ran_once(engine.workers)
+
+
+async def test_an_event_that_overtakes_the_dispatch_answer_counts_from_that_worker_only(
+    engine: Engine,
+) -> None:
+    slow, instance_id = await one_task_running_on(engine, mode=Mode.HOLD)
+    other = await engine.workers.add()
+    # Another worker reporting the attempt is not the one it was sent to: refused.
+    forged = await other.report(slow.attempt("a"), TaskEventType.RUNNING)
+    assert forged.decision is not AckDecision.ACCEPTED
+    # The task started before the dispatch answer arrived: its worker's event counts.
+    assert (await slow.running("a")).decision is AckDecision.ACCEPTED
+    [attempt] = await engine.attempts(instance_id)
+    assert (attempt.state, attempt.host) == (TaskState.RUNNING, slow.address)
+    slow.release()
+    await slow.succeed("a")
+    assert (await engine.until(instance_id)).state is WorkflowState.SUCCEEDED
+
+
+async def test_a_worker_that_dies_before_answering_a_dispatch_is_replaced(engine: Engine) -> None:
+    doomed, instance_id = await one_task_running_on(engine, mode=Mode.HOLD)
+    other = await engine.workers.add()
+    await doomed.leave(listening=False)  # its call fails; it fenced itself, killing the attempt
+    await other.holding(1)
+    await other.succeed("a")
+    assert (await engine.until(instance_id)).state is WorkflowState.SUCCEEDED
+    [attempt] = await engine.attempts(instance_id)
+    assert (attempt.attempt, attempt.host) == (1, other.address)  # never recorded on doomed
 
 
 async def test_a_full_worker_gets_the_attempt_once_it_has_room(engine: Engine) -> None:
@@ -278,9 +311,7 @@ async def test_a_worker_that_is_gone_has_its_attempt_run_again_elsewhere(engine:
 
 
 async def test_a_worker_that_left_but_may_live_gets_the_failover_delay(engine: Engine) -> None:
-    first = await engine.workers.add()
-    instance_id = await engine.start_run(workflow(task("a")))
-    await first.holding(1)
+    first, instance_id = await one_task_running_on(engine)
     second = await engine.workers.add()
 
     await first.leave(listening=True)  # something still accepts at its address: not proof
@@ -299,9 +330,7 @@ async def test_a_worker_that_left_but_may_live_gets_the_failover_delay(engine: E
 async def test_a_new_incarnation_at_the_same_address_fails_the_old_ones_attempts_over(
     engine: Engine,
 ) -> None:
-    old = await engine.workers.add()
-    instance_id = await engine.start_run(workflow(task("a")))
-    await old.holding(1)
+    old, instance_id = await one_task_running_on(engine)
     await old.running("a")
     await old.leave(listening=True)
     new = await engine.workers.add(address=old.address)  # restarted: a newer epoch
