@@ -7,13 +7,14 @@ the task left), counted from the attempt's end, then :meth:`WorkDirs.sweep` remo
 also removes what an earlier incarnation left behind, but never the directory of an attempt that
 runs here.
 
-An empty directory (what most tasks leave) is removed with one ``rmdir`` on the event loop. Any
-other removal is a rename into ``<exec_root>/.trash`` on the event loop (one system call; the
-attempt's path is free at once) and a delete of the trash in a thread (a task may have left a
-large tree).
-The instance's directory is removed on the event loop when it is empty: the task type creates
-directories on the loop too, so a removal cannot slip between its ``mkdir`` of the instance's
-directory and that of the attempt's.
+The directory of an attempt that ended is removed in a thread, with the others that ended
+meanwhile (one thread hop per burst): an ``rmdir`` if it is empty (what most tasks leave), else a
+rename into ``<exec_root>/.trash`` and a delete of the trash (a task may have left a large tree).
+These are file system metadata operations, which wait on the journal when the disk is busy; on
+the event loop they stalled everything else the process does. The sweep renames into the trash on
+the loop. The instance's directory goes when its last attempt's does; the task type makes the
+instance's directory again if a removal slips between its ``mkdir`` of it and that of the
+attempt's (:mod:`dsched.worker.tasks.shell`).
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ class WorkDirs:
         self._clock = clock
         self._trash = root / TRASH
         self._emptying: asyncio.Task[None] | None = None
-        self._more = False  # moved to the trash since the current delete began
+        self._more = False  # work arrived since the current thread hop began
+        self._ended: list[Path] = []  # successful attempts' directories, removed in a thread
 
     def path(self, execution: TaskExecution) -> Path:
         return work_dir(self.root, execution)
@@ -66,7 +68,8 @@ class WorkDirs:
         else it is kept and its age counts from now."""
         path = self.path(execution)
         if succeeded or self.keep_failed <= 0:
-            self._remove(path)
+            self._ended.append(path)
+            self._empty_trash_soon()
             return
         with contextlib.suppress(OSError):  # never made (a spawn failure): nothing to keep
             os.utime(path)
@@ -93,23 +96,18 @@ class WorkDirs:
         return removed
 
     async def wait_emptied(self) -> None:
-        """Waits for the trash being emptied now, if any (tests, stop)."""
+        """Waits for the removals under way and the trash being emptied, if any (tests, stop)."""
         while self._emptying is not None:
             await asyncio.shield(self._emptying)
 
     def _remove(self, path: Path) -> bool:
-        """Removes ``path`` if it is empty, else moves it to the trash; False if there was nothing
-        to remove."""
-        try:
-            # Most tasks leave nothing behind: one rmdir, no rename and no thread hop.
-            os.rmdir(path)
-        except OSError:
-            return self._trash_it(path)
-        with contextlib.suppress(OSError):
-            path.parent.rmdir()  # the instance's directory, once its last attempt's is gone
+        """Moves ``path`` to the trash; False if there was nothing to move."""
+        if not self._to_trash(path):
+            return False
+        self._empty_trash_soon()
         return True
 
-    def _trash_it(self, path: Path) -> bool:
+    def _to_trash(self, path: Path) -> bool:
         target = self._trash / f"{path.parent.name}-{path.name}-{time.monotonic_ns()}"
         try:
             try:
@@ -124,8 +122,22 @@ class WorkDirs:
             return False
         with contextlib.suppress(OSError):
             path.parent.rmdir()  # the instance's directory, once its last attempt's is gone
-        self._empty_trash_soon()
         return True
+
+    def _remove_ended(self, paths: list[Path]) -> None:
+        """In a thread: removes the directories of attempts that ended, then empties the trash."""
+        for path in paths:
+            try:
+                os.rmdir(path)  # most tasks leave nothing behind
+            except FileNotFoundError:
+                continue  # never made (a dry run, a spawn failure)
+            except OSError:
+                self._to_trash(path)
+                continue
+            with contextlib.suppress(OSError):
+                path.parent.rmdir()
+        if _has_entries(self._trash):
+            _delete_contents(self._trash)
 
     def _empty_trash_soon(self) -> None:
         self._more = True
@@ -134,10 +146,11 @@ class WorkDirs:
 
     async def _empty_trash(self) -> None:
         try:
-            # Again while renames arrive during a delete: one thread hop per burst, not per run.
+            # Again while work arrives during a hop: one thread hop per burst, not per run.
             while self._more:
                 self._more = False
-                await asyncio.to_thread(_delete_contents, self._trash)
+                ended, self._ended = self._ended, []
+                await asyncio.to_thread(self._remove_ended, ended)
         finally:
             self._emptying = None
 

@@ -94,7 +94,7 @@ class ShellTaskType:
         script = execution.kind.script
         cwd = work_dir(self._exec_root, execution)
         try:
-            cwd.mkdir(parents=True, exist_ok=True)
+            _make_dir(cwd)
             if not _inline(script):
                 (cwd / SCRIPT_NAME).write_text(script, encoding="utf-8")
         except OSError as exc:
@@ -130,3 +130,16 @@ def _inline(script: str) -> bool:
     if "\0" in script or len(script) > INLINE_MAX:
         return False
     return len(script) * 4 <= INLINE_MAX or len(script.encode("utf-8")) <= INLINE_MAX
+
+
+def _make_dir(path: Path) -> None:
+    """Makes the attempt's directory and its instance's. The worker removes an instance's
+    directory in a thread when its last attempt's goes (:mod:`dsched.worker.workdirs`), which can
+    fall between the two ``mkdir``: then the instance's is made again."""
+    for _ in range(3):
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            return
+        except FileNotFoundError:
+            continue
+    path.mkdir(parents=True, exist_ok=True)
