@@ -33,6 +33,11 @@ from dsched.states import TaskState, WorkflowState
 
 T = TypeVar("T")
 OWNER = "127.0.0.1:7001"
+# The states a runner passes through on its way from RUNNING to these.
+_VIA = {
+    WorkflowState.STOPPED: (WorkflowState.READY_STOP,),
+    WorkflowState.PAUSED: (WorkflowState.READY_PAUSE,),
+}
 EPOCH = 7
 
 
@@ -113,13 +118,18 @@ async def ran(
                 task_name=name,
                 attempt=1,
                 retry_times=0,
-                state=state,
+                state=TaskState.SUBMITTED,
                 priority=instance.options.priority,
                 worker_group="default",
             )
-            for name, state in tasks.items()
+            for name in tasks
         ]
         ids = await ti_repo.create_attempts(conn, instance.id, attempts, now)
+        for ti_id, state in zip(ids, tasks.values(), strict=True):
+            if state is not TaskState.SUBMITTED:
+                assert await ti_repo.transition(
+                    conn, ti_id, expected={TaskState.SUBMITTED}, state=state
+                )
         assert await instances.set_state(
             conn,
             instance.id,
@@ -127,6 +137,7 @@ async def ran(
             expected={WorkflowState.RUNNING},
             state=end,
             values={"end_time": now},
+            via=_VIA.get(end, ()),
         )
         await events.append(
             conn,
