@@ -51,6 +51,16 @@ def held(c: Cluster) -> dict[str, int]:
         "reporter attempts with events": len(reporter._by_key),
         "reporter attempt owners": len(reporter._owners),
         "reporter closed attempts": len(reporter._closed),
+        "outbox pending events": len(reporter._outbox._pending),
+        "outbox record sizes": len(reporter._outbox._record_sizes),
+        "worker process groups": len(worker.records._live),
+        "worker attempt tasks": len(worker.runner._tasks),
+        "dispatcher tasks": len(master.dispatcher._tasks),
+        **{
+            f"stream to {address}: {name}": len(getattr(stream, name))
+            for address, stream in reporter._streams.items()
+            for name in ("_queue", "_inflight", "_held", "_retry_delays", "_timers")
+        },
     }
 
 
