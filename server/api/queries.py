@@ -17,8 +17,8 @@ from dsched.server.api.validation import Checks
 from dsched.server.app import watches
 from dsched.server.constants import MASTERS_PATH
 from dsched.server.heartbeat import HeartbeatInfo, decode_heartbeat
+from dsched.server.store import guard, paging
 from dsched.server.store import instances as instance_repo
-from dsched.server.store import paging
 from dsched.server.store import task_instances as ti_repo
 from dsched.states import WorkflowState
 from dsched.v1 import enums_pb2, resources_pb2
@@ -196,6 +196,10 @@ class QueriesApi:
             role=enums_pb2.SERVER_ROLE_MASTER,
             address=self.ctx.address,
             start_time=convert.timestamp(self.ctx.start_time),
-            # Generic over the counters, so ones the engine adds later show up without a change.
-            counters={name: int(value) for name, value in asdict(self.ctx.metrics).items()},
+            # Generic over the counters, so ones the engine adds later show up without a change;
+            # with the state writes the store refused in this process (server/store/guard.py).
+            counters={
+                **{name: int(value) for name, value in asdict(self.ctx.metrics).items()},
+                **{f"refused_{table}": n for table, n in asdict(guard.REFUSALS).items()},
+            },
         )

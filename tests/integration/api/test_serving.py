@@ -182,6 +182,10 @@ async def test_server_info_describes_the_master(cluster: Cluster) -> None:
     assert info.version
     assert info.start_time.ToDatetime(tzinfo=UTC) == cluster.master.start_time
     assert {"stale_events", "ownership_lost", "commands_claimed"} <= set(info.counters)
+    # Transitions refused where state is written: by the runner's batches, by the store overall.
+    assert {"illegal_transitions", "refused_task_instances", "refused_workflow_instances"} <= set(
+        info.counters
+    )
     assert all(value >= 0 for value in info.counters.values())
 
 
