@@ -212,3 +212,43 @@ async def test_two_clean_ups_at_once_are_harmless(
     expected = expect_kept(before, {ids["succeeded_old"], ids["failed_old"]})
     expected["request_ids"] = {"new"}
     assert await rows(db) == expected
+
+
+class FixedClock:
+    def now(self) -> datetime:
+        return NOW
+
+    def monotonic(self) -> float:
+        return 0.0
+
+
+async def done(db: Database, old: set[int]) -> bool:
+    """The old request ids and the old finished instances' events are gone."""
+    now = await rows(db)
+    return now["request_ids"] == {"new"} and not old & set(now["events"])
+
+
+async def test_the_periodic_clean_up_applies_the_configured_ages(db: Database) -> None:
+    ids = await world(db)
+    before = await rows(db)
+    job = History(
+        db,
+        FixedClock(),
+        ages={
+            HistoryKind.REQUEST_IDS: 7 * DAY,
+            HistoryKind.EVENTS: 30 * DAY,
+            HistoryKind.INSTANCES: timedelta(0),  # kept for ever
+        },
+        interval=0.05,
+        jitter=lambda interval: 0.0,
+    )
+    await job.start()
+    try:
+        async with asyncio.timeout(30):
+            while not await done(db, {ids["succeeded_old"], ids["failed_old"]}):
+                await asyncio.sleep(0.05)
+    finally:
+        await job.stop()
+    after = await rows(db)
+    assert after["instances"] == before["instances"] and after["tasks"] == before["tasks"]
+    assert after["request_ids"] == {"new"}
