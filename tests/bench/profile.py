@@ -36,7 +36,10 @@ from tests.bench.standalone_bench import standalone
 # (area, substrings of a frame "function (file:line)"); the first area found walking a stack
 # from its innermost frame outwards takes the sample.
 AREAS: Sequence[tuple[str, Sequence[str]]] = (
-    ("file churn (logs, outbox, script)", ("worker/logs.py", "worker/outbox.py", "pathlib")),
+    (
+        "file churn (logs, outbox, work dirs, pgids)",
+        ("worker/logs.py", "outbox.py", "workdirs.py", "orphans.py", "record_log.py", "pathlib"),
+    ),
     ("subprocess spawn and reap", ("subprocess", "_posixsubprocess", "pidfd", "process.py")),
     ("SQLAlchemy", ("sqlalchemy/", "sqlite3")),
     ("protobuf", ("google/protobuf", "convert.py", "wire.py", "codec.py")),
