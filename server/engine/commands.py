@@ -23,6 +23,7 @@ from typing import Any
 
 from dsched.errors import Unavailable
 from dsched.options import CommandType
+from dsched.server.background import Background
 from dsched.server.core.dag import Dag
 from dsched.server.core.execution import AttemptView, Execution
 from dsched.server.core.records import (
@@ -53,7 +54,7 @@ FALLBACK_SCAN_S = 5.0
 STEAL_AFTER_S = 2 * FALLBACK_SCAN_S
 
 
-class CommandConsumer:
+class CommandConsumer(Background):
     """Claims commands and starts runners. ``paused`` (registry disconnected) and ``busy``
     (overloaded) stop claiming. ``slot`` returns (this master's index, number of live masters)."""
 
@@ -65,22 +66,14 @@ class CommandConsumer:
         slot: Callable[[], tuple[int, int]] = lambda: (0, 1),
         busy: Callable[[], bool] = lambda: False,
     ) -> None:
+        super().__init__("command-consumer")
         self.s = services
         self.runners = runners
         self._slot = slot
         self._busy = busy
         self.paused = False
         self._first_seen: dict[int, float] = {}  # command id -> loop time it was first seen
-        self._task: asyncio.Task[None] | None = None
         self.executor = EffectExecutor(services)  # runs the effects of every runner it builds
-
-    async def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="command-consumer")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
 
     async def _run(self) -> None:
         while True:

@@ -13,6 +13,7 @@ import asyncio
 import logging
 
 from dsched.errors import Unavailable
+from dsched.server.background import Background
 from dsched.server.engine.messages import ApplyControls
 from dsched.server.engine.runners import Runners
 from dsched.server.engine.services import EngineServices
@@ -23,22 +24,14 @@ log = logging.getLogger(__name__)
 SWEEP_S = 5.0
 
 
-class ControlSweep:
+class ControlSweep(Background):
     """``start``/``stop``; :meth:`sweep_once` is one pass."""
 
     def __init__(self, services: EngineServices, runners: Runners, *, every: float = SWEEP_S):
+        super().__init__("control-sweep")
         self.s = services
         self.runners = runners
         self.every = every
-        self._task: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="control-sweep")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
 
     async def _run(self) -> None:
         while True:
