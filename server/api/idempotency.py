@@ -1,6 +1,8 @@
 """Runs a mutating RPC at most once per ``request_id``.
 
-The answer is stored in the same transaction as the change, so either both commit or neither does.
+The answer is stored in the same transaction as the change (the application layer's
+:class:`~dsched.server.app.transaction.Transaction` the call runs in), so either both commit or
+neither does.
 A repeated id returns the stored answer; two concurrent requests with one id race on the request
 log's primary key, and the loser returns the winner's answer (also when the winner's change
 makes the loser's work fail, e.g. ALREADY_EXISTS for a project created by the winner).

@@ -40,6 +40,8 @@ class Peers(Protocol):
 
 @dataclass(slots=True, kw_only=True)
 class AppContext:
+    """One per master, built by its composition root; the servicers' context extends it."""
+
     db: Database
     clock: Clock
     notifier: Notifier
