@@ -254,7 +254,10 @@ def test_ctrl_c_exits_130_without_traceback(fake: Fake, tmp_path: Path) -> None:
     assert proc.stdout is not None
     try:
         lines = [proc.stdout.readline() for _ in range(6)]  # header + 5 events, then it waits
-        assert lines[-1].split()[1:3] == ["load", "RUNNING"]
+        if not lines[-1]:  # EOF: the CLI ended before it was interrupted; say why
+            _, err = proc.communicate(timeout=20)
+            raise AssertionError(f"the CLI exited {proc.returncode} early: {lines} {err!r}")
+        assert lines[-1].split()[1:3] == ["load", "RUNNING"], lines
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=20)
     finally:
