@@ -1,7 +1,7 @@
 """Memory a standalone keeps per run: a tracemalloc diff of a master and a worker in this process
 over N one-task runs, each started and watched to its end twice (``dsched run --wait``, then a
 second look), after a warm-up. Prints the bytes retained per run and the ten largest growths by
-allocation site; a long-lived server should keep next to nothing (ARCHITECTURE §10; the worker's
+allocation site; a long-lived server should keep next to nothing (ARCHITECTURE.md §11; the worker's
 memory of finished attempts, for idempotent re-dispatch, is the one expected entry: it empties
 after one to two hours).
 

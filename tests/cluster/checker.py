@@ -98,7 +98,7 @@ class Report:
         ).rstrip()
 
     def assert_invariants(self, *, tolerate: Iterable[str] = ()) -> None:
-        """The invariants every scenario keeps (reliability notes §3.3). ``tolerate`` names the
+        """The invariants every fault-injection scenario keeps. ``tolerate`` names the
         counts a scenario expects above 0 by design and asserts on its own terms."""
         names = (
             "lost",

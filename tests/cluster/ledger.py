@@ -1,4 +1,4 @@
-"""The two task ledgers of the fault-injection plan (reliability notes §3.2).
+"""The two task ledgers of the fault-injection tests (a raw one and a fenced one).
 
 *Raw ledger*: every run of a task appends a ``start`` line, works (sleeps), then appends an ``end``
 line to one file::

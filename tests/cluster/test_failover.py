@@ -1,4 +1,5 @@
-"""Fault-injection scenarios against a real cluster (reliability notes §3.3: F1-F4, F11).
+"""Fault-injection scenarios against a real cluster: F1 (a master killed), F2 (a worker killed),
+F3 (a member frozen), F4 (ZooKeeper lost) and F11 (master churn).
 
 Each test builds its own cluster (ZooKeeper with tickTime 1 s, a fresh PostgreSQL database, masters
 and workers as processes, with the product's default session timeout and failover delay, 4 s each),
