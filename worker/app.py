@@ -16,7 +16,8 @@ over the attempts of a worker whose node is gone), and stops the server, all wit
 The registry belongs to the caller: it must be started before :meth:`Worker.start` and is not
 stopped by the worker. Data directory layout: ``logs/`` (task logs and their index), ``exec/`` (one
 working directory per running or recently failed attempt), ``outbox/`` (unacknowledged events),
-``pgids/`` (running task process groups; see :mod:`dsched.worker.orphans`). The :class:`Janitor`
+``pgids/`` (running task process groups; see :mod:`dsched.worker.orphans`, killed by the worker's
+reaper when it dies: :mod:`dsched.worker.reaper`). The :class:`Janitor`
 removes logs and kept working directories past their retention.
 """
 
@@ -57,6 +58,7 @@ from dsched.worker.logs import LogStore
 from dsched.worker.orphans import ProcessRecords
 from dsched.worker.outbox import Outbox
 from dsched.worker.process import DRAIN_TIMEOUT_S
+from dsched.worker.reaper import Reaper
 from dsched.worker.reporter import Reporter
 from dsched.worker.runner import Runner
 from dsched.worker.servicer import WorkerServicer
@@ -191,6 +193,7 @@ class Worker:
             backoff=options.report_backoff,
         )
         self.records = ProcessRecords(data_dir / "pgids")
+        self.reaper: Reaper | None = None
         bash = shutil.which("bash", path=self._environ.get("PATH")) or "/bin/bash"
         self.workdirs = WorkDirs(data_dir / "exec", keep_failed=options.workdir_keep_failed)
         self.runner = Runner(
@@ -234,8 +237,14 @@ class Worker:
         # Before anything else: tasks of a previous incarnation of this worker were failed over
         # (their epoch is fenced), so whatever of them still runs is an unsupervised duplicate.
         self.records.kill_leftovers()
+        # From here on the groups this process records die with it, however it dies.
+        self.reaper = Reaper.start(self.options.data_dir / "pgids")
         self._serving = Serving(self._services(), f"{self.options.host}:{self.options.port}")
-        port = await self._serving.start()
+        try:
+            port = await self._serving.start()
+        except BaseException:
+            await self._retire_reaper(stand_down=True)
+            raise
         self.address = f"{self.options.advertise_host or self.options.host}:{port}"
         self.agent = Agent(
             self._registry,
@@ -259,6 +268,7 @@ class Worker:
         except BaseException:
             await self.agent.stop()
             await self._serving.stop(0)
+            await self._retire_reaper(stand_down=True)
             raise
         self.runner.on_load_change = self.agent.poke
         self.janitor.start()
@@ -286,9 +296,13 @@ class Worker:
         kill_grace = min(self.options.kill_grace, shutdown.budget(reserve=tasks_grace + after_kill))
         ending = self.runner.stop(tasks_grace, kill_grace=kill_grace)
         task = asyncio.ensure_future(ending)
-        if await shutdown.step("end the running tasks", task, reserve=after_kill - DRAIN_TIMEOUT_S):
+        if ended := await shutdown.step(
+            "end the running tasks", task, reserve=after_kill - DRAIN_TIMEOUT_S
+        ):
             for what in task.result():
                 shutdown.abandon(f"task attempt {what}: its master runs it again")
+        # Tasks that have not ended by now must not outlive the worker: the reaper kills them.
+        await self._retire_reaper(stand_down=ended)
         flush = self.reporter.stop(
             shutdown.budget(self.options.flush_timeout, reserve=TAIL_S + UNREGISTER_S + 1)
         )
@@ -301,6 +315,16 @@ class Worker:
             await self.agent.stop(shutdown)
         serving = self._serving.stop(shutdown.budget(_SERVER_STOP_S, reserve=TAIL_S))
         await shutdown.step("stop the worker's server", serving, reserve=TAIL_S)
+
+    async def _retire_reaper(self, *, stand_down: bool) -> None:
+        if self.reaper is None:
+            return
+        if stand_down:
+            self.reaper.stand_down()
+        else:
+            self.reaper.close()
+        await asyncio.to_thread(self.reaper.wait)
+        self.reaper = None
 
     def abandon(self) -> int:
         """SIGKILLs every task process group at once (the process is about to exit without a

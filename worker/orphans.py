@@ -1,10 +1,13 @@
-"""Task process groups that outlived their worker: recorded on disk, killed at the next start.
+"""Task process groups that outlived their worker: recorded on disk, killed by the worker's reaper
+the moment it dies, and at the next start.
 
 Task processes lead their own sessions (see :mod:`dsched.worker.process`), so a worker killed with
 SIGKILL leaves them running. By the time the worker comes back its old epoch has been fenced and the
 masters have re-dispatched those attempts elsewhere: the leftovers are orphans whose results nobody
-accepts, and which may still write to the outside world. Before it registers again, the worker
-kills every process group recorded by an earlier incarnation.
+accepts, and which may still write to the outside world. The worker's reaper
+(:mod:`dsched.worker.reaper`) kills every recorded group as soon as the worker is gone, and, in
+case the reaper was killed too, the worker kills every process group recorded by an earlier
+incarnation before it registers again.
 
 Each running group is a record in an append-only log (:mod:`dsched.worker.record_log`),
 ``<dir>/groups.log``: ``R <u32 pgid><f64 start time>`` when its leader started, ``F <u32 pgid>``
@@ -82,14 +85,9 @@ class ProcessRecords:
     def kill_recorded(self) -> list[int]:
         """SIGKILLs every recorded group whose leader still is the process recorded (or whose
         leader is gone while members live on); forgets all records. Returns the pgids killed."""
-        killed: list[int] = []
         if not self._dir.is_dir():
-            return killed
-        for pgid, started in recorded(self._dir).items():
-            if _same_process(pgid, started) or _headless_group(pgid):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(pgid, signal.SIGKILL)
-                    killed.append(pgid)
+            return []
+        killed = kill_groups(self._dir)
         self._log.close()
         self._live.clear()
         for entry in self._dir.iterdir():
@@ -99,10 +97,25 @@ class ProcessRecords:
         return killed
 
 
+def kill_groups(directory: Path) -> list[int]:
+    """SIGKILLs every group recorded in ``directory`` and not forgotten whose leader still is the
+    process recorded (same start time: a reused pid is left alone), or whose leader is gone while
+    members live on (:func:`_headless_group`). Changes no file, so a reader of a log its writer
+    still appends to (:mod:`dsched.worker.reaper`) can call it. Returns the pgids killed."""
+    killed: list[int] = []
+    for pgid, started in recorded(directory).items():
+        if _same_process(pgid, started) or _headless_group(pgid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+                killed.append(pgid)
+    return killed
+
+
 def recorded(directory: Path) -> dict[int, float]:
-    """The groups recorded in ``directory`` and not forgotten: pgid -> the leader's start time.
-    Reading stops at a record cut short (the worker died while writing it, as it would have died
-    before writing a file of the earlier format); a malformed record is skipped."""
+    """The groups recorded in ``directory`` and not forgotten: pgid -> the leader's start time
+    (none if ``directory`` does not exist). Reading stops at a record cut short (the worker died
+    while writing it, as it would have died before writing a file of the earlier format); a
+    malformed record is skipped."""
     groups: dict[int, float] = {}
     payloads, _ = read_records(directory / LOG_NAME)
     for payload in payloads:
@@ -112,6 +125,8 @@ def recorded(directory: Path) -> dict[int, float]:
                 groups[pgid] = started
             elif payload[:1] == _GONE:
                 groups.pop(_PGID.unpack_from(payload, 1)[0], None)
+    if not directory.is_dir():
+        return groups
     for entry in directory.iterdir():  # the file-per-group format of earlier versions
         if entry.name.isdigit():
             with contextlib.suppress(OSError, ValueError):
@@ -120,8 +135,12 @@ def recorded(directory: Path) -> dict[int, float]:
 
 
 def _same_process(pid: int, started: float) -> bool:
+    """True if ``pid`` is the live process recorded (not a zombie: killed already, e.g. by the
+    reaper, and not yet reaped by its new parent)."""
     try:
-        return abs(psutil.Process(pid).create_time() - started) < 0.01
+        proc = psutil.Process(pid)
+        same = abs(proc.create_time() - started) < 0.01
+        return same and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
 
@@ -131,8 +150,9 @@ def _headless_group(pgid: int) -> bool:
     the kernel does not hand out a pid that is still some group's id."""
     if psutil.pid_exists(pgid):
         return False  # a new process with that pid: not ours (its start time differed)
-    for proc in psutil.process_iter(["pid"]):
+    for proc in psutil.process_iter(["pid", "status"]):
         with contextlib.suppress(psutil.Error):
-            if proc.info["pid"] != pgid and os.getpgid(proc.info["pid"]) == pgid:
+            pid, status = proc.info["pid"], proc.info["status"]
+            if pid != pgid and status != psutil.STATUS_ZOMBIE and os.getpgid(pid) == pgid:
                 return True
     return False

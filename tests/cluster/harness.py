@@ -56,10 +56,12 @@ _READY = re.compile(
     r"epoch (?P<epoch>\d+), pid (?P<pid>\d+)"
 )
 
-# A worker's log line (local time, as logging's asctime) naming the task groups it killed at start.
+# A worker's log line (local time, as logging's asctime) naming the task groups it killed at start,
+# or its reaper's (which writes to the worker's log) naming those it killed when the worker died.
 _LEFTOVERS = re.compile(
     r"^(?P<at>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*"
-    r"killed task process groups left by an earlier run: (?P<pids>\[[\d, ]*\])",
+    r"killed task process groups left by (?:an earlier run|a dead worker): "
+    r"(?P<pids>\[[\d, ]*\])",
     re.MULTILINE,
 )
 
@@ -134,6 +136,19 @@ def _children(pid: int) -> list[int]:
         if ppid == pid and process_state(child) is not None:
             found.append(child)
     return found
+
+
+def _tasks(pid: int) -> list[int]:
+    """Live direct children of the worker ``pid`` that are tasks: all but its reaper."""
+    return [child for child in _children(pid) if not _is_reaper(child)]
+
+
+def _is_reaper(pid: int) -> bool:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"dsched.worker.reaper" in argv
 
 
 def _is_task_of(pid: int, marker: str) -> bool:
@@ -221,9 +236,9 @@ class Cluster:
 
     def note_leftover_kills(self, member: Member) -> list[int]:
         """Records in :attr:`deaths` the task runs ``member`` killed at its start as leftovers of
-        an earlier incarnation, at the time its log says (to the millisecond: the death watch
-        polls every 100 ms, too coarse when the attempts run again a moment later). Returns the
-        pids."""
+        an earlier incarnation, or its reaper killed when it died, at the time its log says (to the
+        millisecond: the death watch polls every 100 ms, too coarse when the attempts run again a
+        moment later). Returns the pids."""
         killed: list[int] = []
         for match in _LEFTOVERS.finditer(member.log()):
             at = datetime.strptime(match["at"], "%Y-%m-%d %H:%M:%S,%f").timestamp()
@@ -233,8 +248,8 @@ class Cluster:
         return killed
 
     def task_pids(self, member: Member) -> list[int]:
-        """The task processes (group leaders) ``member`` runs now."""
-        return _children(member.pid)
+        """The task processes (group leaders) ``member`` runs now (not its reaper)."""
+        return _tasks(member.pid)
 
     def wait_dead(self, pids: Iterable[int], timeout: float) -> float:
         """Waits (bounded) until none of ``pids`` lives, recording when each was seen gone in
@@ -356,8 +371,8 @@ class Cluster:
         if tasks:
             # Frozen first, so that it starts no task between the scan and the kill.
             _killpg(member.pid, signal.SIGSTOP)
-            task_pids = _children(member.pid)
-            for pid in task_pids:
+            task_pids = _tasks(member.pid)
+            for pid in _children(member.pid):  # the reaper too: the whole tree dies at once
                 _killpg(pid)
             _killpg(member.pid)
         else:

@@ -205,9 +205,13 @@ def test_kill9_worker_mid_task(cluster: Cluster, capsys: pytest.CaptureFixture[s
 def test_kill9_worker_pid_then_restart(
     cluster: Cluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """F2b: only the worker's pid dies, orphaning its task processes; a supervisor restarts it on
-    the same data directory at once, and the new process kills the orphans it finds recorded
-    there, before the masters re-dispatch the attempts: no two runs of a task overlap."""
+    """F2b: only the worker's pid dies, which would orphan its task processes (they lead sessions
+    of their own); a supervisor restarts it on the same data directory at once. The worker's
+    reaper, a process of its own reading a pipe only the worker held, sees the pipe close at the
+    kill and SIGKILLs the recorded task groups at once, whenever (or whether) the worker comes
+    back; the new process would kill any it still found recorded before it registers. Either way
+    they are gone long before the masters re-dispatch the attempts (after the registry session
+    expired): no two runs of a task overlap, even on a loaded host."""
     cluster.start(masters=1, workers=2)
     assert cluster.watcher is not None
     chain = define(cluster, "chain", {"a": 16, "b": 1}, [("a", "b")], retries=0)
@@ -222,6 +226,8 @@ def test_kill9_worker_pid_then_restart(
     restarted = cluster.restart(victim)
     timings = {"T_restarted": since(t0)}
     timings["T_orphans_dead"] = cluster.wait_dead(orphans, timeout=20) - t0
+    by_reaper = set(cluster.note_leftover_kills(victim))  # (its log: the reaper's stderr)
+    at_restart = set(cluster.note_leftover_kills(restarted))
     timings["T_detect"] = (
         cluster.watcher.wait(victim.address, "gone", after=t0, timeout=DETECT_TIMEOUT_S) - t0
     )
@@ -236,9 +242,14 @@ def test_kill9_worker_pid_then_restart(
 
     report = check(cluster, "F2b kill-9 worker pid, restart", started, timings=timings)
     report.notes["failover_reasons"] = dict(failover_reasons(cluster))
+    report.notes["orphans_killed"] = {"by_reaper": len(by_reaper), "at_restart": len(at_restart)}
+    if by_reaper and victim.killed_wall is not None:  # the reaper's log times, to the ms
+        reaped = max(cluster.deaths[p] for p in by_reaper) - victim.killed_wall
+        report.notes["reaped_ms_after_kill"] = round(reaped * 1000)
     publish(capsys, report)
     report.assert_invariants()
     assert restarted.epoch != victim.epoch
+    assert set(orphans) <= by_reaper | at_restart, (orphans, by_reaper, at_restart)
     for key, states_of in attempt_states(cluster, affected).items():
         assert states_of == ["NEED_FAULT_TOLERANCE", "SUCCEEDED"], (key, states_of)
     assert report.reruns == len(affected), report.details
@@ -252,8 +263,9 @@ def test_kill9_worker_restarted_on_its_port_again_and_again(
     the same address and port, as systemd or the local cluster restart it; four times in a row.
     The new incarnation replaces the old one's registry node under the same name, often before the
     masters look: each master must still see the new epoch, fail the old one's attempts over at
-    once (the new process killed the orphans before it registered) and run them again on the new
-    incarnation. Every instance finishes; nothing runs twice at once; nothing is lost."""
+    once (the orphans are gone: the old incarnation's reaper killed them at the kill, or else the
+    new process before it registered) and run them again on the new incarnation. Every instance
+    finishes; nothing runs twice at once; nothing is lost."""
     cluster.start(masters=2, workers=1)
     long = define(cluster, "long", {"a": 20, "b": 1}, [("a", "b")], retries=0)
     started = start_many(cluster, long, 5)
@@ -267,10 +279,13 @@ def test_kill9_worker_restarted_on_its_port_again_and_again(
             timeout=TAKEOVER_TIMEOUT_S,
             what=f"5 attempts running on {victim!r}",
         )
+        killed_before = set(cluster.note_leftover_kills(victim))  # its own start's
         t0 = cluster.kill9(victim, tasks=False)
         restarted = cluster.restart(victim, same_port=True)
         assert (restarted.address, restarted.epoch > victim.epoch) == (victim.address, True)
-        assert len(cluster.note_leftover_kills(restarted)) >= 5, restarted.log_tail()
+        killed = set(cluster.note_leftover_kills(victim)) - killed_before
+        killed |= set(cluster.note_leftover_kills(restarted))
+        assert len(killed) >= 5, (victim.log_tail(), restarted.log_tail())
         eventually(
             partial(released, cluster, victim),
             timeout=TAKEOVER_TIMEOUT_S,
