@@ -9,7 +9,9 @@ Composition root: :mod:`~dsched.worker.app` (:class:`~dsched.worker.app.Worker`,
 - ``tasks`` — task types by kind (``shell``, with ``out_params``); ``process`` — process groups;
 - ``logs`` — log files, their index and live followers;
 - ``reporter`` (with ``stream`` and ``outbox``) — events to owner masters until acknowledged;
-- ``agent`` — epoch, registry node and heartbeat, self-fencing on a lost session.
+- ``agent`` — epoch, registry node and heartbeat, self-fencing on a lost session;
+- ``orphans`` — the process groups of running tasks, recorded on disk; ``reaper`` — the process
+  that kills them the moment the worker dies.
 
 The worker never touches the metadata database (an import-linter contract checks it).
 """
