@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+from dsched.backoff import Backoff
 from dsched.errors import DschedError
 from dsched.server.api.context import MasterContext
 from dsched.server.api.log_proxy import LogProxy
@@ -58,7 +59,6 @@ from dsched.server.constants import (
     RETENTION_INTERVAL_S,
 )
 from dsched.server.coord.registry import ConnectionState, Registry
-from dsched.server.core.backoff import Backoff
 from dsched.server.core.ports import Clock
 from dsched.server.core.retention import HistoryKind
 from dsched.server.engine.commands import CommandConsumer

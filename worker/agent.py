@@ -33,9 +33,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
+from dsched.backoff import Backoff
 from dsched.server.constants import WORKERS_PATH
 from dsched.server.coord.registry import ConnectionState, Registry
-from dsched.server.core.backoff import Backoff
 from dsched.server.heartbeat import (
     HeartbeatInfo,
     HostSample,

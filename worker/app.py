@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
+from dsched.backoff import Backoff
 from dsched.server.config import Settings
 from dsched.server.constants import (
     DEFAULT_WORKER_GROUP,
@@ -44,7 +45,6 @@ from dsched.server.constants import (
     WORKDIR_KEEP_FAILED_S,
 )
 from dsched.server.coord.registry import Registry
-from dsched.server.core.backoff import Backoff
 from dsched.server.heartbeat import Thresholds, sample_host
 from dsched.server.rpc.serving import Service, Serving
 from dsched.server.shutdown import Shutdown

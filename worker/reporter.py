@@ -21,7 +21,7 @@ import itertools
 import logging
 from dataclasses import asdict, replace
 
-from dsched.server.core.backoff import Backoff
+from dsched.backoff import Backoff
 from dsched.server.protocol.ack import Ack, AckDecision
 from dsched.server.protocol.attempt import AttemptKey
 from dsched.server.protocol.event import AttemptReport, TaskEvent

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 import grpc
 from grpc import aio
 
+from dsched.backoff import Backoff
 from dsched.rpc import CHANNEL_OPTIONS
-from dsched.server.core.backoff import Backoff
 from dsched.server.protocol.ack import Ack
 from dsched.server.protocol.attempt import AttemptKey
 from dsched.server.protocol.wire.ack import acks_from_proto

@@ -28,11 +28,11 @@ from datetime import datetime
 
 from sqlalchemy.exc import IntegrityError
 
+from dsched.backoff import Backoff
 from dsched.errors import Aborted, IllegalTransition, OwnershipLost, Unavailable
 from dsched.server.app.context import AppContext
 from dsched.server.core import controls as rules
 from dsched.server.core import transitions
-from dsched.server.core.backoff import Backoff
 from dsched.server.core.controls import (
     ControlKind,
     ControlOutcome,

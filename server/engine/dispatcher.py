@@ -20,7 +20,7 @@ import heapq
 import logging
 from collections import defaultdict
 
-from dsched.server.core.backoff import Backoff
+from dsched.backoff import Backoff
 from dsched.server.engine.jobs import DispatchJob
 from dsched.server.engine.messages import Dispatched, Waiting
 from dsched.server.engine.worker_client import RequestRefused, WorkerCallError, WorkerClient

@@ -14,8 +14,8 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable
 
+from dsched.backoff import Backoff
 from dsched.server.constants import KILL_GRACE_S
-from dsched.server.core.backoff import Backoff
 from dsched.server.core.records import InstanceRecord
 from dsched.server.engine.effects import Effects, Mailbox
 from dsched.server.engine.messages import KillUnanswered, TakeOverResult

@@ -37,10 +37,10 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from dsched.backoff import Backoff
 from dsched.errors import Aborted, DschedError, Unavailable
 from dsched.server.constants import MASTERS_PATH
 from dsched.server.coord.registry import Registry
-from dsched.server.core.backoff import Backoff
 from dsched.server.core.transitions import OWNED_STATES
 from dsched.server.engine.messages import WorkerGone
 from dsched.server.engine.runners import Runners

@@ -24,8 +24,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 
+from dsched.backoff import Backoff
 from dsched.errors import NotFound, Unavailable
-from dsched.server.core.backoff import Backoff
 from dsched.server.core.transitions import OWNED_STATES
 from dsched.server.engine.runner import InstanceRunner
 from dsched.server.engine.runners import Runners

@@ -25,9 +25,9 @@ from collections.abc import Awaitable, Callable, Iterator
 
 from sqlalchemy import exc as sa_exc
 
+from dsched.backoff import Backoff
 from dsched.errors import Unavailable
 from dsched.reasons import Reason
-from dsched.server.core.backoff import Backoff
 
 log = logging.getLogger(__name__)
 

@@ -20,6 +20,7 @@ import grpc
 import pytest
 from grpc import aio
 
+from dsched.backoff import Backoff
 from dsched.options import TimeoutStrategy
 from dsched.server.coord.registry import (
     ChildrenListener,
@@ -27,7 +28,6 @@ from dsched.server.coord.registry import (
     Registry,
     StateListener,
 )
-from dsched.server.core.backoff import Backoff
 from dsched.server.heartbeat import HostSample
 from dsched.server.protocol.ack import Ack, AckDecision
 from dsched.server.protocol.event import TaskEvent, TaskEventType
