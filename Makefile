@@ -32,7 +32,7 @@ lint: setup
 	$(BIN)/lint-imports
 
 typecheck: setup
-	$(BIN)/mypy clients/python/dsched tests
+	$(BIN)/mypy clients/python/dsched server/dsched_server worker/dsched_worker tests
 
 # System packages the tests need (ZooKeeper, Go and protoc for the Go/TypeScript clients, npm ci).
 deps:

@@ -13,7 +13,7 @@ SIGKILL:
   each generation frozen first (SIGSTOP), so nothing forks away during the walk; and each
   descendant's group if it leads one (a worker's tasks lead groups of their own);
 - the task process groups recorded by workers (``<data dir>/pgids``, see
-  :mod:`dsched.worker.orphans`) anywhere under the trees given to :func:`watch_tree` (the session's
+  :mod:`dsched_worker.orphans`) anywhere under the trees given to :func:`watch_tree` (the session's
   temporary directory): that covers the tasks of workers that run inside pytest and the orphans of
   workers a test killed;
 - the processes named by the ``*.pid`` files of directories given to :func:`watch_pidfiles` (the
@@ -199,7 +199,7 @@ class _Sweep:
 
     def _kill_recorded_groups(self) -> None:
         try:
-            from dsched.worker.orphans import ProcessRecords
+            from dsched_worker.orphans import ProcessRecords
         except ImportError:  # not the project's interpreter: nothing was recorded by it either
             return
         for tree in self.trees:

@@ -12,10 +12,10 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2
 
-from dsched.server.master import CLIENT_SERVICES, CLUSTER_SERVICES
 from dsched.v1 import enums_pb2, master_service_pb2, master_service_pb2_grpc
 from dsched.v1 import task_event_service_pb2 as events_pb2
 from dsched.v1 import task_event_service_pb2_grpc as events_grpc
+from dsched_server.master import CLIENT_SERVICES, CLUSTER_SERVICES
 
 CALL_TIMEOUT_S = 10.0
 COMMON = {

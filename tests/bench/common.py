@@ -25,7 +25,7 @@ import psutil
 
 from dsched import Client, Shell, Workflow
 from dsched.results import TaskInstance
-from dsched.server.standalone import use_pidfd_child_watcher
+from dsched_server.standalone import use_pidfd_child_watcher
 
 MB = 2**20
 # Servers of a bench never call themselves BUSY for the machine's CPU: the bench loads the machine

@@ -38,7 +38,14 @@ from tests.bench.standalone_bench import standalone
 AREAS: Sequence[tuple[str, Sequence[str]]] = (
     (
         "file churn (logs, outbox, work dirs, pgids)",
-        ("worker/logs.py", "outbox.py", "workdirs.py", "orphans.py", "record_log.py", "pathlib"),
+        (
+            "dsched_worker/logs.py",
+            "outbox.py",
+            "workdirs.py",
+            "orphans.py",
+            "record_log.py",
+            "pathlib",
+        ),
     ),
     ("subprocess spawn and reap", ("subprocess", "_posixsubprocess", "pidfd", "process.py")),
     ("SQLAlchemy", ("sqlalchemy/", "sqlite3")),

@@ -72,7 +72,7 @@ def standalone(slots: int, data_parent: str | None = None) -> Iterator[tuple[str
             [
                 sys.executable,
                 "-m",
-                "dsched.server.standalone",
+                "dsched_server.standalone",
                 "--port",
                 str(port),
                 "--data-dir",

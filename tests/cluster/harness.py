@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import IO, Literal
 
 from dsched import Client, Unavailable
-from dsched.server.constants import FAILOVER_DELAY_S, REGISTRY_SESSION_TIMEOUT_S
+from dsched_server.constants import FAILOVER_DELAY_S, REGISTRY_SESSION_TIMEOUT_S
 from tests import lifeline
 from tests.cluster.db import Database
 from tests.cluster.deaths import DeathWatch
@@ -148,7 +148,7 @@ def _is_reaper(pid: int) -> bool:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return b"dsched.worker.reaper" in argv
+    return b"dsched_worker.reaper" in argv
 
 
 def _is_task_of(pid: int, marker: str) -> bool:

@@ -30,7 +30,7 @@ from functools import partial
 import pytest
 
 from dsched import Client, Unavailable
-from dsched.worker.app import fence_deadline_for
+from dsched_worker.app import fence_deadline_for
 from tests.cluster.checker import Report, check, drain
 from tests.cluster.harness import Cluster, Member
 from tests.cluster.workload import (
@@ -57,7 +57,7 @@ PAUSE_S = 14.0
 DETECT_TIMEOUT_S = 30.0
 TAKEOVER_TIMEOUT_S = 45.0
 DRAIN_S = 90.0
-# dsched's ZooKeeper client caps kazoo's reconnect back-off at 0.5 s, +-40 % (server/coord).
+# dsched's ZooKeeper client caps kazoo's reconnect back-off at 0.5 s, +-40 % (dsched_server/coord).
 RECONNECT_BACKOFF_S = 0.7
 DIAMOND = [("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")]
 

@@ -19,7 +19,7 @@ from typing import Literal
 from kazoo.client import KazooClient, KazooState
 from kazoo.recipe.watchers import ChildrenWatch
 
-from dsched.server.constants import MASTERS_PATH, WORKERS_PATH
+from dsched_server.constants import MASTERS_PATH, WORKERS_PATH
 
 Role = Literal["master", "worker"]
 _POLL_S = 0.05

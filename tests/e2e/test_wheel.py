@@ -1,7 +1,8 @@
 """The built wheel, installed into fresh virtual environments (issue 9, acceptance 5).
 
-- The wheel holds exactly the source tree's files under the names the editable install gives them
-  (the package-dir mapping of pyproject.toml), and no link of any kind.
+- The wheel holds exactly the source tree's three import packages (dsched, dsched_server,
+  dsched_worker), and no link of any kind; the source tree holds none either; the checkout's
+  editable install loads every module of the wheel from the file the wheel was built from.
 - Installed without extras it is a client: none of the server's dependencies arrive, and its SDK
   and CLI submit, run (``--wait``) and read logs against a standalone started from the
   repository's environment; its ``dsched standalone`` says in one line to install the extra.
@@ -14,6 +15,7 @@ sources (the local cache and find-links first, then the index).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -116,26 +118,36 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _source_files() -> set[str]:
-    """Every file of the package in the source tree, named as the wheel (and the editable
-    install's finder) names it: the package-dir mapping applied, caches and links left out."""
-    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
-    (where,) = setuptools["packages"]["find"]["where"]
-    mapping: dict[str, str] = {"dsched": f"{where}/dsched", **setuptools.get("package-dir", {})}
+    """Every file of the three import packages in the source tree, named as the wheel names them
+    (``packages.find`` in pyproject.toml: each ``where`` root holds packages under their own names,
+    so the path below a root is the path in the wheel); caches left out."""
+    find = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    tops = {pattern for pattern in find["find"]["include"] if "*" not in pattern}
+    assert tops == {"dsched", "dsched_server", "dsched_worker"}
     names: set[str] = set()
-    for package, directory in mapping.items():
-        root = REPO / directory
-        for dirpath, dirnames, filenames in os.walk(root):
-            here = Path(dirpath)
-            # Mapped subpackages are walked from their own root; links are not files of ours.
-            dirnames[:] = [
-                d for d in dirnames if d != "__pycache__" and not (here / d).is_symlink()
-            ]
-            for filename in filenames:
-                if filename.endswith(".pyc"):
-                    continue
-                relative = (here / filename).relative_to(root)
-                names.add("/".join([*package.split("."), *relative.parts]))
+    for where in find["find"]["where"]:
+        root = REPO / where
+        for top in sorted(tops):
+            for dirpath, dirnames, filenames in os.walk(root / top):
+                dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+                for filename in filenames:
+                    if not filename.endswith(".pyc"):
+                        names.add((Path(dirpath) / filename).relative_to(root).as_posix())
     return names
+
+
+def test_the_source_packages_hold_no_links() -> None:
+    """Each import package is a real directory: nothing in them is a symlink, so what a type
+    checker reads is what the wheel and the editable install load."""
+    find = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    links = [
+        str(Path(dirpath, name).relative_to(REPO))
+        for where in find["find"]["where"]
+        for dirpath, dirnames, filenames in os.walk(REPO / where)
+        for name in (*dirnames, *filenames)
+        if Path(dirpath, name).is_symlink()
+    ]
+    assert links == []
 
 
 def test_the_wheel_holds_the_source_tree_and_no_links(wheel: Path) -> None:
@@ -145,6 +157,24 @@ def test_the_wheel_holds_the_source_tree_and_no_links(wheel: Path) -> None:
     assert package_files == _source_files()
     links = [i.filename for i in infos if stat.S_ISLNK(i.external_attr >> 16)]
     assert links == []
+
+
+def test_the_editable_install_loads_what_the_wheel_holds(wheel: Path) -> None:
+    """The checkout's editable install (``make setup``) finds every module the wheel carries at
+    the source file the wheel was built from: the two installs are the same code."""
+    with zipfile.ZipFile(wheel) as archive:
+        modules = sorted(n for n in archive.namelist() if n.endswith(".py"))
+    assert len(modules) > 100
+    roots = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    wheres = [REPO / where for where in roots["packages"]["find"]["where"]]
+    wrong = []
+    for name in modules:
+        dotted = name.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        spec = importlib.util.find_spec(dotted)
+        expected = [root / name for root in wheres if (root / name).is_file()]
+        if spec is None or len(expected) != 1 or Path(spec.origin or "") != expected[0]:
+            wrong.append((dotted, spec.origin if spec else None, expected))
+    assert wrong == []
 
 
 def _name(requirement: str) -> str:
@@ -249,10 +279,10 @@ def test_without_extras_a_working_client_and_no_server(
 ) -> None:
     bin_dir = _venv(tmp_path / "venv", str(wheel))
     assert _importable(bin_dir, SERVER_ONLY, tmp_path) == []
-    assert _importable(bin_dir, ("grpc", "google.protobuf", "dsched.server"), tmp_path) == [
+    assert _importable(bin_dir, ("grpc", "google.protobuf", "dsched_server"), tmp_path) == [
         "grpc",
         "google.protobuf",
-        "dsched.server",
+        "dsched_server",
     ]
 
     _submit_run_and_read_logs(bin_dir, server.address, project, tmp_path)

@@ -1,4 +1,4 @@
-"""An in-memory ``WorkerClient`` (:mod:`dsched.server.engine.worker_client`): workers, no network.
+"""An in-memory ``WorkerClient`` (:mod:`dsched_server.engine.worker_client`): workers, no network.
 
 :class:`FakeWorkers` answers the master's calls for any number of :class:`FakeWorker` (one per
 address), records every call, and lets a test decide what each worker does: accept attempts, be
@@ -22,18 +22,18 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from dsched.options import TimeoutStrategy
-from dsched.server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
-from dsched.server.engine.messages import WorkerEvent
-from dsched.server.engine.runners import Runners
-from dsched.server.engine.worker_client import RequestRefused, WorkerCallError
-from dsched.server.heartbeat import HeartbeatInfo, ServerStatus, encode_heartbeat
-from dsched.server.protocol.ack import Ack, AckDecision
-from dsched.server.protocol.dispatch import Dispatch, DispatchOutcome, DispatchReply
-from dsched.server.protocol.event import TaskEvent, TaskEventType
-from dsched.server.protocol.execution import TaskExecution
-from dsched.server.protocol.orders import Kill, TakeOver
 from dsched.spec import ShellSpec
-from dsched.worker.agent import worker_node
+from dsched_server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
+from dsched_server.engine.messages import WorkerEvent
+from dsched_server.engine.runners import Runners
+from dsched_server.engine.worker_client import RequestRefused, WorkerCallError
+from dsched_server.heartbeat import HeartbeatInfo, ServerStatus, encode_heartbeat
+from dsched_server.protocol.ack import Ack, AckDecision
+from dsched_server.protocol.dispatch import Dispatch, DispatchOutcome, DispatchReply
+from dsched_server.protocol.event import TaskEvent, TaskEventType
+from dsched_server.protocol.execution import TaskExecution
+from dsched_server.protocol.orders import Kill, TakeOver
+from dsched_worker.agent import worker_node
 
 WAIT_S = 10.0  # a bound on every wait, never a measurement
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from dsched.server.protocol.event import TaskEvent, TaskEventType
-from dsched.server.protocol.execution import TaskExecution
 from dsched.spec import ShellSpec
+from dsched_server.protocol.event import TaskEvent, TaskEventType
+from dsched_server.protocol.execution import TaskExecution
 
 T0 = datetime(2024, 2, 29, 23, 59, 59, tzinfo=UTC)
 

@@ -98,7 +98,7 @@ INSTANCE_EVENT_KIND = EnumMap(
     InstanceEventKind, enums_pb2.InstanceEventKind, "INSTANCE_EVENT_KIND_"
 )
 HISTORY_KIND = EnumMap(HistoryKind, enums_pb2.HistoryKind, "HISTORY_KIND_")
-_EnumMap = EnumMap  # the name server/api/validation.py imports; drop once it uses EnumMap
+_EnumMap = EnumMap  # the name dsched_server/api/validation.py imports; drop once it uses EnumMap
 
 
 @overload

@@ -37,7 +37,7 @@ DOMAIN = "dsched"
 # Bounds of what one error carries, so that any error (a 2,000-task cycle, 2,000 bad names) still
 # fits the 8 KiB of trailers a gRPC client accepts by default: the status message travels twice
 # (``grpc-message``, percent-encoded, and inside ``grpc-status-details-bin``), the details once,
-# base64-encoded. The server's status mapping (``dsched.server.rpc.status``) also caps the encoded
+# base64-encoded. The server's status mapping (``dsched_server.rpc.status``) also caps the encoded
 # details; what is left out is counted in :attr:`DschedError.omitted_violations` and sent as
 # ``ErrorInfo.metadata["omitted_violations"]``.
 MAX_VIOLATIONS = 20

@@ -7,7 +7,7 @@ status code it comes with. On the wire a reason is the enum value's name without
 
 ``tests/unit/sdk/test_reasons.py`` keeps this list equal to the proto enum and fails on any reason
 the source raises that neither lists; the server's error interceptor treats an unlisted reason as a
-bug (``dsched.server.rpc.interceptor``). To add a reason: append it to the proto enum with the next
+bug (``dsched_server.rpc.interceptor``). To add a reason: append it to the proto enum with the next
 free number and a comment, add it here, then run ``make proto``.
 
 Besides these, the SDK itself may put a status code's name (e.g. ``DEADLINE_EXCEEDED``) in

@@ -27,7 +27,7 @@ T = TypeVar("T")
 # The options of every channel to a dsched server: the SDK's, and the servers' own channels to
 # each other (masters to workers and to other masters, workers to masters). Idle watch and
 # log-follow streams ping every 30 s, which the servers are configured to permit; messages up to
-# the 16 MiB a server takes (dsched.server.rpc.serving.MAX_MESSAGE_BYTES).
+# the 16 MiB a server takes (dsched_server.rpc.serving.MAX_MESSAGE_BYTES).
 CHANNEL_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.keepalive_time_ms", 30_000),
     ("grpc.keepalive_timeout_ms", 10_000),

@@ -39,7 +39,7 @@ MAX_DELAY = timedelta(hours=24)
 MAX_TIMEOUT = timedelta(days=7)
 # Size limits (README: Limits). They keep every answer that carries a definition or an instance
 # far below the 4 MiB a gRPC client accepts by default (the arithmetic is in
-# dsched.server.api.pages) and a task's environment below Linux's ARG_MAX (2 MiB by default):
+# dsched_server.api.pages) and a task's environment below Linux's ARG_MAX (2 MiB by default):
 # a definition's parameters, the var pool and the start parameters are at most 3 * 256 KiB.
 MAX_DEFINITION_BYTES = 2 * 1024 * 1024  # the Workflow message of CreateWorkflow/UpdateWorkflow
 MAX_SCRIPTS_BYTES = 1024 * 1024  # every script of a definition together (UTF-8)

@@ -1,7 +1,7 @@
 """A real master and worker on 127.0.0.1:0, and helpers that speak the raw wire contract.
 
-``cluster`` starts, in the test's event loop, a :class:`~dsched.server.master.Master` and a
-:class:`~dsched.worker.app.Worker` that share one :class:`EmbeddedEnsemble` (one registry session
+``cluster`` starts, in the test's event loop, a :class:`~dsched_server.master.Master` and a
+:class:`~dsched_worker.app.Worker` that share one :class:`EmbeddedEnsemble` (one registry session
 each, as in a cluster), both with ``port=0`` and data directories under ``tmp_path``, over SQLite.
 :func:`start_cluster` does the same for any database URL (the ``db_url`` smoke tests).
 
@@ -31,10 +31,6 @@ from grpc import aio
 from grpc_status import rpc_status
 from sqlalchemy import func, select
 
-from dsched.server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
-from dsched.server.heartbeat import Thresholds
-from dsched.server.master import Master, MasterOptions
-from dsched.server.store import models
 from dsched.v1 import (
     enums_pb2,
     log_service_pb2_grpc,
@@ -42,7 +38,11 @@ from dsched.v1 import (
     master_service_pb2_grpc,
     resources_pb2,
 )
-from dsched.worker.app import Worker, WorkerOptions
+from dsched_server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
+from dsched_server.heartbeat import Thresholds
+from dsched_server.master import Master, MasterOptions
+from dsched_server.store import models
+from dsched_worker.app import Worker, WorkerOptions
 
 WAIT_S = 30.0  # bound of every wait on a stream or a state; far above what a run here takes
 NEVER_BUSY = Thresholds(cpu=1.0, memory=1.0, disk=1.0)

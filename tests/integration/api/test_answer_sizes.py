@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from dsched.server.api.pages import PAGE_BYTES
 from dsched.spec import MAX_DEFINITION_BYTES, MAX_PARAMS_BYTES, MAX_SCRIPTS_BYTES
 from dsched.v1 import enums_pb2
+from dsched_server.api.pages import PAGE_BYTES
 from tests.integration.api.conftest import (
     Cluster,
     assert_invalid,

@@ -12,8 +12,8 @@ from typing import Any
 import grpc
 from sqlalchemy import select, update
 
-from dsched.server.store.models import InstanceEvent, RequestLog, WorkflowInstance, table
 from dsched.v1 import enums_pb2
+from dsched_server.store.models import InstanceEvent, RequestLog, WorkflowInstance, table
 from tests.integration.api.conftest import (
     SUCCEEDED,
     Cluster,

@@ -12,8 +12,8 @@ import json
 from sqlalchemy import update
 
 import dsched
-from dsched.server.engine.failover import fail_over_epoch
-from dsched.server.store import controls, models
+from dsched_server.engine.failover import fail_over_epoch
+from dsched_server.store import controls, models
 from tests.conftest import free_port
 from tests.integration.api.conftest import (
     Cluster,

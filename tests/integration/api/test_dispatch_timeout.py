@@ -8,8 +8,8 @@ import grpc
 import pytest
 from google.protobuf import duration_pb2
 
-from dsched.server.heartbeat import Thresholds
 from dsched.v1 import enums_pb2 as T
+from dsched_server.heartbeat import Thresholds
 from tests.integration.api.conftest import (
     Cluster,
     assert_invalid,

@@ -15,21 +15,21 @@ import pytest
 from sqlalchemy import func, select
 
 from dsched.options import ReleaseState
-from dsched.server.app.context import AppContext
-from dsched.server.app.runs import StartRun, start
-from dsched.server.app.transaction import Transaction, transact
-from dsched.server.clock import SystemClock
-from dsched.server.core.records import CommandRecord, InstanceRecord
-from dsched.server.engine.notifier import Notifier
-from dsched.server.engine.peers import Peers
-from dsched.server.engine.runners import Runners
-from dsched.server.store import definitions, events, instances, models
-from dsched.server.store import task_instances as ti_repo
-from dsched.server.store.database import Conn, Database
-from dsched.server.store.models import table
-from dsched.server.store.task_instances import NewAttempt
 from dsched.spec import ShellSpec, TaskSpec, WorkflowSpec, check_workflow
 from dsched.states import TaskState, WorkflowState
+from dsched_server.app.context import AppContext
+from dsched_server.app.runs import StartRun, start
+from dsched_server.app.transaction import Transaction, transact
+from dsched_server.clock import SystemClock
+from dsched_server.core.records import CommandRecord, InstanceRecord
+from dsched_server.engine.notifier import Notifier
+from dsched_server.engine.peers import Peers
+from dsched_server.engine.runners import Runners
+from dsched_server.store import definitions, events, instances, models
+from dsched_server.store import task_instances as ti_repo
+from dsched_server.store.database import Conn, Database
+from dsched_server.store.models import table
+from dsched_server.store.task_instances import NewAttempt
 
 T = TypeVar("T")
 OWNER = "127.0.0.1:7001"

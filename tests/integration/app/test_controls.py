@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from dsched.errors import FailedPrecondition, IllegalTransition
-from dsched.server.app import controls
-from dsched.server.app.context import AppContext
-from dsched.server.core.controls import ControlKind, ControlOutcome
-from dsched.server.store import controls as control_repo
-from dsched.server.store import events, instances
 from dsched.states import InstanceEventKind, TaskState, WorkflowState
+from dsched_server.app import controls
+from dsched_server.app.context import AppContext
+from dsched_server.core.controls import ControlKind, ControlOutcome
+from dsched_server.store import controls as control_repo
+from dsched_server.store import events, instances
 
 from .conftest import commands_of, make_workflow, ran, read, started
 

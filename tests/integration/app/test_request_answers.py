@@ -7,15 +7,15 @@ from __future__ import annotations
 import pytest
 
 from dsched.errors import FailedPrecondition
-from dsched.server.api import convert
-from dsched.server.api.idempotency import once
-from dsched.server.app import runs
-from dsched.server.app.context import AppContext
-from dsched.server.app.transaction import Transaction
-from dsched.server.core.records import RunOptions
-from dsched.server.engine.notifier import COMMANDS
-from dsched.server.store import requests
 from dsched.v1 import master_service_pb2 as pb
+from dsched_server.api import convert
+from dsched_server.api.idempotency import once
+from dsched_server.app import runs
+from dsched_server.app.context import AppContext
+from dsched_server.app.transaction import Transaction
+from dsched_server.core.records import RunOptions
+from dsched_server.engine.notifier import COMMANDS
+from dsched_server.store import requests
 
 from .conftest import commands_of, count_instances, make_workflow, read
 

@@ -9,14 +9,14 @@ import pytest
 
 from dsched.errors import FailedPrecondition, IllegalTransition, InvalidArgument, NotFound
 from dsched.options import CommandType, Priority, TaskDependType
-from dsched.server.app import runs
-from dsched.server.app.context import AppContext
-from dsched.server.app.runs import StartRun
-from dsched.server.app.transaction import Transaction, transact
-from dsched.server.core.records import InstanceRecord, RunOptions, RunScope
-from dsched.server.engine.notifier import COMMANDS
-from dsched.server.store import events, instances
 from dsched.states import TaskState, WorkflowState
+from dsched_server.app import runs
+from dsched_server.app.context import AppContext
+from dsched_server.app.runs import StartRun
+from dsched_server.app.transaction import Transaction, transact
+from dsched_server.core.records import InstanceRecord, RunOptions, RunScope
+from dsched_server.engine.notifier import COMMANDS
+from dsched_server.store import events, instances
 
 from .conftest import commands_of, count_instances, make_workflow, ran, read, started
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from dsched.errors import FailedPrecondition, NotFound
-from dsched.server.app import tasks
-from dsched.server.app.context import AppContext
-from dsched.server.app.transaction import transact
-from dsched.server.store import events, instances
-from dsched.server.store import task_instances as ti_repo
 from dsched.states import TaskState, WorkflowState
+from dsched_server.app import tasks
+from dsched_server.app.context import AppContext
+from dsched_server.app.transaction import transact
+from dsched_server.store import events, instances
+from dsched_server.store import task_instances as ti_repo
 
 from .conftest import make_workflow, ran, read, started
 

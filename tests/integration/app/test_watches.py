@@ -8,9 +8,9 @@ import asyncio
 import pytest
 
 from dsched.errors import NotFound
-from dsched.server.app import controls, watches
-from dsched.server.app.context import AppContext
 from dsched.states import TaskState, WorkflowState
+from dsched_server.app import controls, watches
+from dsched_server.app.context import AppContext
 
 from .conftest import make_workflow, ran, started
 

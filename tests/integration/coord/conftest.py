@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from dsched.server.coord.embedded import EmbeddedEnsemble
-from dsched.server.coord.registry import Registry
+from dsched_server.coord.embedded import EmbeddedEnsemble
+from dsched_server.coord.registry import Registry
 from tests.integration.coord.support import Backend, EmbeddedBackend, ZooKeeperBackend
 from tests.zk import ZooKeeperServer
 

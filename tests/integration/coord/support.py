@@ -13,10 +13,10 @@ import asyncio
 from collections.abc import Mapping
 from typing import cast
 
-from dsched.server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
-from dsched.server.coord.registry import Registry
-from dsched.server.coord.zk_queue import contenders
-from dsched.server.coord.zookeeper import ZooKeeperRegistry
+from dsched_server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
+from dsched_server.coord.registry import Registry
+from dsched_server.coord.zk_queue import contenders
+from dsched_server.coord.zookeeper import ZooKeeperRegistry
 from tests.zk import ZooKeeperServer
 
 WAIT = 10.0  # the longest any single expected event may take

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from dsched.errors import Unavailable
-from dsched.server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
-from dsched.server.coord.registry import ConnectionState
+from dsched_server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
+from dsched_server.coord.registry import ConnectionState
 from tests.integration.coord.support import WAIT, Recorder, settle
 
 WORKERS = "/nodes/workers"

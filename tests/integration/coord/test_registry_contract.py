@@ -13,8 +13,8 @@ import threading
 import pytest
 
 from dsched.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
-from dsched.server.constants import ELECTIONS_PATH, LOCKS_PATH
-from dsched.server.coord.registry import ConnectionState, Registry
+from dsched_server.constants import ELECTIONS_PATH, LOCKS_PATH
+from dsched_server.coord.registry import ConnectionState, Registry
 from tests.integration.coord.support import WAIT, Backend
 
 WORKERS = "/nodes/workers"

@@ -22,9 +22,9 @@ from kazoo.exceptions import NoAuthError
 from kazoo.security import make_digest_acl
 
 from dsched.errors import PermissionDenied, Unavailable
-from dsched.server.constants import ELECTIONS_PATH, EPOCHS_PATH, LOCKS_PATH
-from dsched.server.coord.registry import ConnectionState
-from dsched.server.coord.zookeeper import ZooKeeperRegistry
+from dsched_server.constants import ELECTIONS_PATH, EPOCHS_PATH, LOCKS_PATH
+from dsched_server.coord.registry import ConnectionState
+from dsched_server.coord.zookeeper import ZooKeeperRegistry
 from tests.conftest import free_port
 from tests.integration.coord.conftest import ZooKeeperFactory
 from tests.integration.coord.support import SESSION_TIMEOUT, WAIT, Recorder

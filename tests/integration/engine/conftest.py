@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from grpc import aio
 
-from dsched.server.coord.embedded import EmbeddedEnsemble
-from dsched.server.coord.zookeeper import ZooKeeperRegistry
-from dsched.server.master import Master, MasterOptions
 from dsched.v1 import log_service_pb2_grpc, master_service_pb2_grpc
-from dsched.worker.app import Worker, WorkerOptions
+from dsched_server.coord.embedded import EmbeddedEnsemble
+from dsched_server.coord.zookeeper import ZooKeeperRegistry
+from dsched_server.master import Master, MasterOptions
+from dsched_worker.app import Worker, WorkerOptions
 from tests.conftest import _Server
 from tests.integration.api.conftest import NEVER_BUSY, WAIT_S, Cluster
 from tests.zk import ZooKeeperServer

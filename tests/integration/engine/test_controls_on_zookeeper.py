@@ -13,11 +13,11 @@ import grpc
 import pytest
 from sqlalchemy import select
 
-from dsched.server.engine.messages import ApplyControls, Message
-from dsched.server.engine.runner import InstanceRunner
-from dsched.server.store import models
 from dsched.v1 import enums_pb2 as T
 from dsched.v1 import master_service_pb2 as pb
+from dsched_server.engine.messages import ApplyControls, Message
+from dsched_server.engine.runner import InstanceRunner
+from dsched_server.store import models
 from tests.integration.api.conftest import (
     WAIT_S,
     Cluster,

@@ -25,13 +25,13 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from sqlalchemy import update
 from sqlalchemy.engine import make_url
 
-from dsched.server.coord.embedded import EmbeddedRegistry
-from dsched.server.store import models
-from dsched.server.store.availability import DATABASE_UNAVAILABLE
 from dsched.v1 import enums_pb2 as T
 from dsched.v1 import log_service_pb2 as logs_pb
 from dsched.v1 import master_service_pb2 as pb
-from dsched.worker.app import Worker, WorkerOptions
+from dsched_server.coord.embedded import EmbeddedRegistry
+from dsched_server.store import models
+from dsched_server.store.availability import DATABASE_UNAVAILABLE
+from dsched_worker.app import Worker, WorkerOptions
 from tests.conftest import _Server
 from tests.integration.api.conftest import (
     NEVER_BUSY,

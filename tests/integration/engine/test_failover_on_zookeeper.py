@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from dsched.server.constants import MASTERS_PATH
-from dsched.server.heartbeat import Thresholds
-from dsched.server.master import Master
-from dsched.server.store import instances
-from dsched.server.store import task_instances as ti_repo
 from dsched.v1 import enums_pb2 as T
 from dsched.v1 import master_service_pb2 as pb
+from dsched_server.constants import MASTERS_PATH
+from dsched_server.heartbeat import Thresholds
+from dsched_server.master import Master
+from dsched_server.store import instances
+from dsched_server.store import task_instances as ti_repo
 from tests.integration.api.conftest import (
     WAIT_S,
     Cluster,

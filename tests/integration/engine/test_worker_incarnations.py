@@ -19,21 +19,21 @@ from pathlib import Path
 
 import pytest
 
-from dsched.server.clock import SystemClock
-from dsched.server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
-from dsched.server.coord.registry import Registry
-from dsched.server.coord.zookeeper import ZooKeeperRegistry
-from dsched.server.engine.dispatcher import Dispatcher
-from dsched.server.engine.failover import Failover
-from dsched.server.engine.grpc_worker_client import GrpcWorkerClient
-from dsched.server.engine.messages import Message, WorkerGone
-from dsched.server.engine.notifier import Notifier
-from dsched.server.engine.runners import Runners
-from dsched.server.engine.services import EngineServices
-from dsched.server.engine.workers import WorkerDirectory
-from dsched.server.heartbeat import HeartbeatInfo, ServerStatus, encode_heartbeat
-from dsched.server.store.database import Database
-from dsched.worker.agent import worker_node
+from dsched_server.clock import SystemClock
+from dsched_server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
+from dsched_server.coord.registry import Registry
+from dsched_server.coord.zookeeper import ZooKeeperRegistry
+from dsched_server.engine.dispatcher import Dispatcher
+from dsched_server.engine.failover import Failover
+from dsched_server.engine.grpc_worker_client import GrpcWorkerClient
+from dsched_server.engine.messages import Message, WorkerGone
+from dsched_server.engine.notifier import Notifier
+from dsched_server.engine.runners import Runners
+from dsched_server.engine.services import EngineServices
+from dsched_server.engine.workers import WorkerDirectory
+from dsched_server.heartbeat import HeartbeatInfo, ServerStatus, encode_heartbeat
+from dsched_server.store.database import Database
+from dsched_worker.agent import worker_node
 from tests.conftest import free_port
 from tests.integration.engine.conftest import SESSION_TIMEOUT_S
 

@@ -16,7 +16,7 @@ from grpc import aio
 
 from dsched.errors import DschedError, NotFound, Unavailable
 from dsched.reasons import Reason
-from dsched.server.rpc.serving import Service, Serving
+from dsched_server.rpc.serving import Service, Serving
 from tests.integration.api.conftest import Failure, failure
 
 SERVICE = "dsched.test.Raiser"
@@ -67,11 +67,11 @@ async def test_an_unlisted_reason_keeps_its_code_and_is_logged(
     exc: DschedError, code: grpc.StatusCode, sent: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     original = exc.reason
-    with caplog.at_level(logging.ERROR, logger="dsched.server.rpc.interceptor"):
+    with caplog.at_level(logging.ERROR, logger="dsched_server.rpc.interceptor"):
         got = await _call({"Raise": exc}, "Raise")
     assert (got.code, got.reason, got.domain) == (code, sent, "dsched")
     assert sent in set(Reason)
-    [record] = [r for r in caplog.records if r.name == "dsched.server.rpc.interceptor"]
+    [record] = [r for r in caplog.records if r.name == "dsched_server.rpc.interceptor"]
     assert original in record.getMessage()
     assert f"/{SERVICE}/Raise" in record.getMessage()
 

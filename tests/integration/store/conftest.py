@@ -18,13 +18,13 @@ from sqlalchemy import text, update
 
 from dsched.errors import NotFound
 from dsched.options import Priority, TimeoutStrategy
-from dsched.server.core.records import ProjectRecord, RunOptions, WorkflowRecord
-from dsched.server.core.transitions import workflow_path_allowed
-from dsched.server.store import definitions, instances
-from dsched.server.store.database import Conn, Database
-from dsched.server.store.models import TaskInstance, WorkflowInstance, table
 from dsched.spec import ShellSpec, TaskSpec, WorkflowSpec, check_workflow
 from dsched.states import TaskState, WorkflowState
+from dsched_server.core.records import ProjectRecord, RunOptions, WorkflowRecord
+from dsched_server.core.transitions import workflow_path_allowed
+from dsched_server.store import definitions, instances
+from dsched_server.store.database import Conn, Database
+from dsched_server.store.models import TaskInstance, WorkflowInstance, table
 
 NOW = datetime(2026, 3, 14, 15, 9, 26, 535897, tzinfo=UTC)
 T = TypeVar("T")

@@ -1,4 +1,4 @@
-"""The runner's one-call commit (server/store/batch.py) on SQLite, PostgreSQL and MariaDB: all of
+"""The runner's one-call commit (store/batch.py) on SQLite, PostgreSQL and MariaDB: all of
 a batch or nothing, behind the ownership fence; attempts it creates named by provisional ids."""
 
 from __future__ import annotations
@@ -7,13 +7,13 @@ import pytest
 
 from dsched.errors import Aborted, OwnershipLost
 from dsched.options import Priority
-from dsched.server.core.controls import ControlKind
-from dsched.server.store import batch, controls, events, instances, task_instances
-from dsched.server.store.batch import BatchWrites, ControlAdd
-from dsched.server.store.database import Database
-from dsched.server.store.events import NewEvent
-from dsched.server.store.task_instances import NewAttempt, TaskWrite
 from dsched.states import TaskState, WorkflowState
+from dsched_server.core.controls import ControlKind
+from dsched_server.store import batch, controls, events, instances, task_instances
+from dsched_server.store.batch import BatchWrites, ControlAdd
+from dsched_server.store.database import Database
+from dsched_server.store.events import NewEvent
+from dsched_server.store.task_instances import NewAttempt, TaskWrite
 from tests.integration.store.conftest import (
     at,
     claim_instance,

@@ -9,11 +9,11 @@ from sqlalchemy import func, select
 
 from dsched.errors import Aborted
 from dsched.options import CommandType, FailureStrategy, Priority, TaskDependType
-from dsched.server.core.records import CommandRecord, RunOptions, RunScope
-from dsched.server.store import instances
-from dsched.server.store.database import Database
-from dsched.server.store.models import Command, WorkflowInstance, table
 from dsched.states import WorkflowState
+from dsched_server.core.records import CommandRecord, RunOptions, RunScope
+from dsched_server.store import instances
+from dsched_server.store.database import Database
+from dsched_server.store.models import Command, WorkflowInstance, table
 from tests.integration.store.conftest import (
     NOW,
     at,

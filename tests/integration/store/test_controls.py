@@ -11,10 +11,10 @@ from sqlalchemy.exc import IntegrityError
 
 from dsched.errors import NotFound
 from dsched.options import ReleaseState
-from dsched.server.core.controls import ControlKind, ControlOutcome, ControlRecord
-from dsched.server.store import controls, definitions, instances
-from dsched.server.store.database import Conn, Database
 from dsched.states import WorkflowState
+from dsched_server.core.controls import ControlKind, ControlOutcome, ControlRecord
+from dsched_server.store import controls, definitions, instances
+from dsched_server.store.database import Conn, Database
 from tests.integration.store.conftest import (
     NOW,
     at,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from dsched.server.store import events, instances
-from dsched.server.store.database import Database
-from dsched.server.store.events import NewEvent
 from dsched.states import InstanceEventKind, TaskState, WorkflowState
+from dsched_server.store import events, instances
+from dsched_server.store.database import Database
+from dsched_server.store.events import NewEvent
 from tests.integration.store.conftest import (
     NOW,
     at,

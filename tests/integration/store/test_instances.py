@@ -12,12 +12,12 @@ from sqlalchemy import update
 
 from dsched.errors import Aborted, OwnershipLost
 from dsched.options import CommandType, Priority
-from dsched.server.core.records import InstanceRecord
-from dsched.server.core.transitions import OWNED_STATES
-from dsched.server.store import instances
-from dsched.server.store.database import Conn, Database
-from dsched.server.store.models import WorkflowInstance, table
 from dsched.states import WorkflowState
+from dsched_server.core.records import InstanceRecord
+from dsched_server.core.transitions import OWNED_STATES
+from dsched_server.store import instances
+from dsched_server.store.database import Conn, Database
+from dsched_server.store.models import WorkflowInstance, table
 from tests.integration.store.conftest import (
     NOW,
     at,

@@ -12,9 +12,9 @@ from alembic.config import Config
 from sqlalchemy import Connection, inspect, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dsched.server.store import definitions
-from dsched.server.store.database import MIGRATIONS, Conn, Database
-from dsched.server.store.models import Base
+from dsched_server.store import definitions
+from dsched_server.store.database import MIGRATIONS, Conn, Database
+from dsched_server.store.models import Base
 from tests.integration.store.conftest import NOW, make_project, read, write
 
 HEAD = "0006"

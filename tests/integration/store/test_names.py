@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dsched.options import Priority
-from dsched.server.store import definitions, requests, task_instances
-from dsched.server.store.database import Database
-from dsched.server.store.task_instances import NewAttempt
 from dsched.states import TaskState
+from dsched_server.store import definitions, requests, task_instances
+from dsched_server.store.database import Database
+from dsched_server.store.task_instances import NewAttempt
 from tests.integration.store.conftest import (
     NOW,
     claim_instance,

@@ -11,12 +11,12 @@ import pytest
 from sqlalchemy import insert
 
 from dsched.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
-from dsched.server.api import convert
-from dsched.server.api.pages import collect, sync
-from dsched.server.store import definitions, paging
-from dsched.server.store.database import Conn, Database
-from dsched.server.store.models import Project, table
 from dsched.v1 import resources_pb2
+from dsched_server.api import convert
+from dsched_server.api.pages import collect, sync
+from dsched_server.store import definitions, paging
+from dsched_server.store.database import Conn, Database
+from dsched_server.store.models import Project, table
 from tests.integration.store.conftest import (
     NOW,
     at,

@@ -22,10 +22,11 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, event, insert, text
 
-from dsched.server.store import definitions, events, instances, task_instances
-from dsched.server.store.codec import task_to_json, task_type
-from dsched.server.store.database import Conn, Database
-from dsched.server.store.models import (
+from dsched.states import WorkflowState
+from dsched_server.store import definitions, events, instances, task_instances
+from dsched_server.store.codec import task_to_json, task_type
+from dsched_server.store.database import Conn, Database
+from dsched_server.store.models import (
     InstanceEvent,
     Project,
     TaskDefinition,
@@ -36,7 +37,6 @@ from dsched.server.store.models import (
     WorkflowVersion,
     table,
 )
-from dsched.states import WorkflowState
 from tests.integration.store.conftest import NOW, at, shell
 
 pytestmark = pytest.mark.timeout(240)

@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy.exc import IntegrityError
 
 from dsched.errors import FailedPrecondition
-from dsched.server.store import requests
-from dsched.server.store.database import Database
+from dsched_server.store import requests
+from dsched_server.store.database import Database
 from tests.integration.store.conftest import NOW, at, overlap, read, write
 
 

@@ -11,14 +11,15 @@ from typing import Any
 import pytest
 from sqlalchemy import func, insert, select, update
 
-from dsched.server.clock import SystemClock
-from dsched.server.core.records import WorkflowRecord
-from dsched.server.core.retention import HistoryKind, Tally
-from dsched.server.engine.history import History
-from dsched.server.store import events, requests, retention
-from dsched.server.store.database import Conn, Database
-from dsched.server.store.events import NewEvent
-from dsched.server.store.models import (
+from dsched.states import WorkflowState
+from dsched_server.clock import SystemClock
+from dsched_server.core.records import WorkflowRecord
+from dsched_server.core.retention import HistoryKind, Tally
+from dsched_server.engine.history import History
+from dsched_server.store import events, requests, retention
+from dsched_server.store.database import Conn, Database
+from dsched_server.store.events import NewEvent
+from dsched_server.store.models import (
     ControlRequest,
     InstanceEvent,
     RequestLog,
@@ -26,7 +27,6 @@ from dsched.server.store.models import (
     WorkflowInstance,
     table,
 )
-from dsched.states import WorkflowState
 from tests.integration.store.conftest import NOW, make_instance, make_workflow, write
 
 W = WorkflowState

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from dsched.server.store import servers
-from dsched.server.store.database import Database
+from dsched_server.store import servers
+from dsched_server.store.database import Database
 from tests.integration.store.conftest import NOW, at, write
 
 

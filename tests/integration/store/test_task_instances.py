@@ -12,12 +12,12 @@ from sqlalchemy.exc import IntegrityError
 
 from dsched.errors import NotFound
 from dsched.options import Priority
-from dsched.server.core.records import TaskInstanceRecord
-from dsched.server.core.transitions import TASK_INITIAL
-from dsched.server.store import task_instances
-from dsched.server.store.database import Conn, Database
-from dsched.server.store.task_instances import NewAttempt
 from dsched.states import TaskState
+from dsched_server.core.records import TaskInstanceRecord
+from dsched_server.core.transitions import TASK_INITIAL
+from dsched_server.store import task_instances
+from dsched_server.store.database import Conn, Database
+from dsched_server.store.task_instances import NewAttempt
 from tests.integration.store.conftest import (
     NOW,
     at,

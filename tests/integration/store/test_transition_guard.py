@@ -8,7 +8,7 @@ before; a claim's command is still there). The allowed pairs go through the same
 stored, so the guard is not simply refusing everything. Runs on SQLite, PostgreSQL and MariaDB.
 
 A write that keeps a live state (a waiting reason on a SUBMITTED attempt) is a field update, not a
-transition (server/core/transitions.py); those pairs are checked as stored, the terminal ones as
+transition (core/transitions.py); those pairs are checked as stored, the terminal ones as
 refused.
 """
 
@@ -25,14 +25,14 @@ from sqlalchemy import update
 
 from dsched.errors import IllegalTransition
 from dsched.options import CommandType, Priority
-from dsched.server.core.records import CommandRecord
-from dsched.server.core.transitions import task_path_allowed, workflow_path_allowed
-from dsched.server.store import batch, guard, instances, task_instances
-from dsched.server.store.batch import BatchWrites
-from dsched.server.store.database import Conn, Database
-from dsched.server.store.models import TaskInstance, WorkflowInstance, table
-from dsched.server.store.task_instances import NewAttempt, TaskWrite
 from dsched.states import TaskState, WorkflowState
+from dsched_server.core.records import CommandRecord
+from dsched_server.core.transitions import task_path_allowed, workflow_path_allowed
+from dsched_server.store import batch, guard, instances, task_instances
+from dsched_server.store.batch import BatchWrites
+from dsched_server.store.database import Conn, Database
+from dsched_server.store.models import TaskInstance, WorkflowInstance, table
+from dsched_server.store.task_instances import NewAttempt, TaskWrite
 from tests.integration.store.conftest import (
     NOW,
     at,

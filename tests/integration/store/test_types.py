@@ -9,11 +9,11 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import StatementError
 
-from dsched.server.core.records import RunOptions
-from dsched.server.store import definitions, instances, requests
-from dsched.server.store.database import Database
-from dsched.server.store.models import RequestLog, table
 from dsched.spec import ShellSpec, TaskSpec
+from dsched_server.core.records import RunOptions
+from dsched_server.store import definitions, instances, requests
+from dsched_server.store.database import Database
+from dsched_server.store.models import RequestLog, table
 from tests.integration.store.conftest import (
     NOW,
     make_instance,

@@ -10,11 +10,13 @@ from sqlalchemy import func, select
 
 from dsched.errors import Aborted, AlreadyExists, FailedPrecondition, NotFound
 from dsched.options import Priority, ReleaseState, TimeoutStrategy
-from dsched.server.core.records import WorkflowRecord
-from dsched.server.store import definitions, events, instances, task_instances
-from dsched.server.store.database import Conn, Database
-from dsched.server.store.events import NewEvent
-from dsched.server.store.models import (
+from dsched.spec import WorkflowSpec
+from dsched.states import TaskState, WorkflowState
+from dsched_server.core.records import WorkflowRecord
+from dsched_server.store import definitions, events, instances, task_instances
+from dsched_server.store.database import Conn, Database
+from dsched_server.store.events import NewEvent
+from dsched_server.store.models import (
     Command,
     InstanceEvent,
     TaskDefinition,
@@ -24,9 +26,7 @@ from dsched.server.store.models import (
     WorkflowVersion,
     table,
 )
-from dsched.server.store.task_instances import NewAttempt
-from dsched.spec import WorkflowSpec
-from dsched.states import TaskState, WorkflowState
+from dsched_server.store.task_instances import NewAttempt
 from tests.integration.store.conftest import (
     NOW,
     at,

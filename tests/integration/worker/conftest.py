@@ -22,19 +22,6 @@ from grpc import aio
 
 from dsched.backoff import Backoff
 from dsched.options import TimeoutStrategy
-from dsched.server.coord.registry import (
-    ChildrenListener,
-    ConnectionState,
-    Registry,
-    StateListener,
-)
-from dsched.server.heartbeat import HostSample
-from dsched.server.protocol.ack import Ack, AckDecision
-from dsched.server.protocol.event import TaskEvent, TaskEventType
-from dsched.server.protocol.execution import TaskExecution
-from dsched.server.protocol.wire.ack import acks_to_proto
-from dsched.server.protocol.wire.event import event_from_proto
-from dsched.server.protocol.wire.execution import execution_to_proto
 from dsched.spec import ShellSpec
 from dsched.v1 import (
     log_service_pb2_grpc,
@@ -43,8 +30,21 @@ from dsched.v1 import (
     worker_service_pb2,
     worker_service_pb2_grpc,
 )
-from dsched.worker.agent import Sampler
-from dsched.worker.app import Worker, WorkerOptions
+from dsched_server.coord.registry import (
+    ChildrenListener,
+    ConnectionState,
+    Registry,
+    StateListener,
+)
+from dsched_server.heartbeat import HostSample
+from dsched_server.protocol.ack import Ack, AckDecision
+from dsched_server.protocol.event import TaskEvent, TaskEventType
+from dsched_server.protocol.execution import TaskExecution
+from dsched_server.protocol.wire.ack import acks_to_proto
+from dsched_server.protocol.wire.event import event_from_proto
+from dsched_server.protocol.wire.execution import execution_to_proto
+from dsched_worker.agent import Sampler
+from dsched_worker.app import Worker, WorkerOptions
 
 WAIT_S = 20.0
 

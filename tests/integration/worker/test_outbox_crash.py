@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dsched.worker.outbox import Outbox
+from dsched_worker.outbox import Outbox
 
 # Runs in its own process: reports each operation on stdout only after it returned.
 CHILD = textwrap.dedent(
@@ -20,8 +20,8 @@ CHILD = textwrap.dedent(
     import asyncio, sys
     from datetime import UTC, datetime
     from pathlib import Path
-    from dsched.worker import outbox as module
-    from dsched.server.protocol.event import TaskEvent, TaskEventType
+    from dsched_worker import outbox as module
+    from dsched_server.protocol.event import TaskEvent, TaskEventType
 
     module.COMPACT_BYTES = 4096  # compact every few dozen events
     fsync = sys.argv[2] == "fsync"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 
-from dsched.server.constants import WORKERS_PATH
-from dsched.server.coord.registry import ConnectionState
-from dsched.server.heartbeat import HostSample, Thresholds
-from dsched.server.protocol.event import TaskEventType
 from dsched.v1 import enums_pb2, registry_pb2
+from dsched_server.constants import WORKERS_PATH
+from dsched_server.coord.registry import ConnectionState
+from dsched_server.heartbeat import HostSample, Thresholds
+from dsched_server.protocol.event import TaskEventType
 
 
 def heartbeat(harness, worker) -> registry_pb2.RegistryNode:

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dsched.server.protocol.event import TaskEventType
-from dsched.server.protocol.execution import TaskExecution
-from dsched.worker.log_expiry import DAY_S, expire_logs
+from dsched_server.protocol.event import TaskEventType
+from dsched_server.protocol.execution import TaskExecution
+from dsched_worker.log_expiry import DAY_S, expire_logs
 
 SUCCEEDED, FAILED = TaskEventType.SUCCEEDED, TaskEventType.FAILED
 WAIT_S = 20.0

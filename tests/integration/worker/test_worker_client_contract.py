@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from dsched.server.coord.embedded import EmbeddedEnsemble
-from dsched.server.engine.grpc_worker_client import GrpcWorkerClient
-from dsched.server.engine.worker_client import RequestRefused, WorkerCallError, WorkerClient
-from dsched.server.protocol.attempt import AttemptKey
-from dsched.server.protocol.execution import TaskExecution
-from dsched.server.protocol.orders import Kill, TakeOver
+from dsched_server.coord.embedded import EmbeddedEnsemble
+from dsched_server.engine.grpc_worker_client import GrpcWorkerClient
+from dsched_server.engine.worker_client import RequestRefused, WorkerCallError, WorkerClient
+from dsched_server.protocol.attempt import AttemptKey
+from dsched_server.protocol.execution import TaskExecution
+from dsched_server.protocol.orders import Kill, TakeOver
 from tests.conftest import free_port
 from tests.fakes.worker import FakeWorker, FakeWorkers, Mode, dispatch_spec
 from tests.integration.worker.conftest import Harness

@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from dsched.server.constants import WORKERS_PATH
-from dsched.server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
-from dsched.server.heartbeat import decode_heartbeat
 from dsched.v1 import enums_pb2
+from dsched_server.constants import WORKERS_PATH
+from dsched_server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
+from dsched_server.heartbeat import decode_heartbeat
 
 
 @pytest.fixture

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from dsched.server.coord.registry import ConnectionState
-from dsched.server.protocol.event import TaskEventType
 from dsched.v1 import registry_pb2
-from dsched.worker import orphans
-from dsched.worker.orphans import ProcessRecords, recorded
+from dsched_server.coord.registry import ConnectionState
+from dsched_server.protocol.event import TaskEventType
+from dsched_worker import orphans
+from dsched_worker.orphans import ProcessRecords, recorded
 from tests import lifeline
 from tests.integration.worker.conftest import Harness
 

@@ -11,8 +11,8 @@ from google.rpc import error_details_pb2
 from grpc import aio
 from grpc_status import rpc_status
 
-from dsched.server.protocol.wire.execution import execution_to_proto
 from dsched.v1 import log_service_pb2, resources_pb2, worker_service_pb2
+from dsched_server.protocol.wire.execution import execution_to_proto
 
 
 def rich(err: aio.AioRpcError) -> tuple[error_details_pb2.ErrorInfo, list[str]]:

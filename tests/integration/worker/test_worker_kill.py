@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dsched.server.protocol.ack import Ack, AckDecision
-from dsched.server.protocol.event import TaskEventType
 from dsched.v1 import log_service_pb2, worker_service_pb2
-from dsched.worker.outbox import stored_entries
+from dsched_server.protocol.ack import Ack, AckDecision
+from dsched_server.protocol.event import TaskEventType
+from dsched_worker.outbox import stored_entries
 
 KILLED, RUNNING, SUCCEEDED = TaskEventType.KILLED, TaskEventType.RUNNING, TaskEventType.SUCCEEDED
 

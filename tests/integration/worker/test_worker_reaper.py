@@ -1,4 +1,4 @@
-"""The worker's reaper (:mod:`dsched.worker.reaper`): real reaper processes, real process groups.
+"""The worker's reaper (:mod:`dsched_worker.reaper`): real reaper processes, real process groups.
 
 Closing the pipe's write end is what the kernel does when the worker dies, however it dies; the
 end-to-end test with a SIGKILLed server is in tests/e2e/test_reaper.py.
@@ -18,10 +18,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dsched.worker.orphans import LOG_NAME, ProcessRecords
-from dsched.worker.process import ProcessGroup
-from dsched.worker.reaper import PID_FILE, Reaper
-from dsched.worker.record_log import RecordLog, frame
+from dsched_worker.orphans import LOG_NAME, ProcessRecords
+from dsched_worker.process import ProcessGroup
+from dsched_worker.reaper import PID_FILE, Reaper
+from dsched_worker.record_log import RecordLog, frame
 from tests import lifeline
 from tests.integration.worker.conftest import Harness
 
@@ -179,7 +179,7 @@ async def test_a_worker_stopped_gracefully_leaves_its_reaper_exited_and_its_byst
     assert worker.reaper is not None
     reaper_pid = worker.reaper.pid
     assert psutil.Process(reaper_pid).cmdline()[-2:] == [
-        "dsched.worker.reaper",
+        "dsched_worker.reaper",
         str(harness.data_dir / "pgids"),
     ]
     # A process group recorded in the worker's log, as if a task: a reaper that did not stand

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from dsched.server.protocol.ack import Ack, AckDecision
-from dsched.server.protocol.event import TaskEventType
-from dsched.worker.outbox import stored_entries
+from dsched_server.protocol.ack import Ack, AckDecision
+from dsched_server.protocol.event import TaskEventType
+from dsched_worker.outbox import stored_entries
 
 RUNNING, SUCCEEDED = TaskEventType.RUNNING, TaskEventType.SUCCEEDED
 

@@ -10,11 +10,11 @@ import re
 import resource
 from pathlib import Path
 
-from dsched.server.protocol.event import TaskEventType
 from dsched.spec import MAX_PARAM_VALUE_BYTES
 from dsched.v1 import enums_pb2
-from dsched.worker.attempt import NO_PROCESS_EXIT_CODE
-from dsched.worker.tasks.environment import identities
+from dsched_server.protocol.event import TaskEventType
+from dsched_worker.attempt import NO_PROCESS_EXIT_CODE
+from dsched_worker.tasks.environment import identities
 
 SUCCEEDED, FAILED = TaskEventType.SUCCEEDED, TaskEventType.FAILED
 BASH_OWN = {"PWD", "SHLVL", "_", "OLDPWD"}  # variables bash itself exports to `env`

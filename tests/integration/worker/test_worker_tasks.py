@@ -12,9 +12,9 @@ import pytest
 from grpc import aio
 
 from dsched.options import TimeoutStrategy
-from dsched.server.protocol.event import TaskEventType
 from dsched.v1 import enums_pb2
-from dsched.worker.tasks.shell import INLINE_MAX
+from dsched_server.protocol.event import TaskEventType
+from dsched_worker.tasks.shell import INLINE_MAX
 
 RUNNING, SUCCEEDED, FAILED = TaskEventType.RUNNING, TaskEventType.SUCCEEDED, TaskEventType.FAILED
 

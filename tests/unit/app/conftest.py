@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from dsched.server.app.context import AppContext
-from dsched.server.engine.peers import Peers
+from dsched_server.app.context import AppContext
+from dsched_server.engine.peers import Peers
 
 # The engine tests' world (store, registry, fake workers) and one master engine in it.
 from tests.unit.engine.conftest import Engine, engine, world  # noqa: F401

@@ -5,13 +5,13 @@ do: start a run, pause and resume it, stop it, force a failed task to success an
 from __future__ import annotations
 
 from dsched.options import ReleaseState
-from dsched.server.app import controls, runs, tasks
-from dsched.server.app.context import AppContext
-from dsched.server.app.transaction import Transaction, transact
-from dsched.server.core.records import InstanceRecord
-from dsched.server.store import definitions
 from dsched.spec import WorkflowSpec
 from dsched.states import TaskState, WorkflowState
+from dsched_server.app import controls, runs, tasks
+from dsched_server.app.context import AppContext
+from dsched_server.app.transaction import Transaction, transact
+from dsched_server.core.records import InstanceRecord
+from dsched_server.store import definitions
 from tests.fakes.worker import FakeWorker
 from tests.unit.core.specs import task, workflow
 from tests.unit.engine.conftest import Engine

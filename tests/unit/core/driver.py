@@ -30,8 +30,10 @@ from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from dsched.options import FailureStrategy, TaskDependType
-from dsched.server.core.dag import Dag
-from dsched.server.core.execution import (
+from dsched.spec import WorkflowSpec
+from dsched.states import TaskState, WorkflowState
+from dsched_server.core.dag import Dag
+from dsched_server.core.execution import (
     Action,
     Adopt,
     AttemptView,
@@ -43,9 +45,7 @@ from dsched.server.core.execution import (
     Redispatch,
     ScheduleRetry,
 )
-from dsched.server.core.transitions import check_task_transition, check_workflow_transition
-from dsched.spec import WorkflowSpec
-from dsched.states import TaskState, WorkflowState
+from dsched_server.core.transitions import check_task_transition, check_workflow_transition
 
 A = TypeVar("A")
 

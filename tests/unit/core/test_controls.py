@@ -1,4 +1,4 @@
-"""The rules of pause and stop (server/core/controls.py): legality over every state, agreement with
+"""The rules of pause and stop (core/controls.py): legality over every state, agreement with
 the workflow transition table, and deterministic resolution of controls recorded in sequence."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import itertools
 
 import pytest
 
-from dsched.server.core import controls as c
-from dsched.server.core import transitions as tr
-from dsched.server.core.controls import ControlKind, ControlOutcome
 from dsched.states import WorkflowState
+from dsched_server.core import controls as c
+from dsched_server.core import transitions as tr
+from dsched_server.core.controls import ControlKind, ControlOutcome
 
 W = WorkflowState
 K = ControlKind

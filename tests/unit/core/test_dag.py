@@ -7,7 +7,7 @@ import random
 import pytest
 
 from dsched.options import TaskDependType
-from dsched.server.core.dag import Dag
+from dsched_server.core.dag import Dag
 
 from .specs import chain, task, workflow
 

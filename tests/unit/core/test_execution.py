@@ -10,9 +10,9 @@ from datetime import timedelta
 import pytest
 
 from dsched.options import FailureStrategy, Priority, TaskDependType
-from dsched.server.core.execution import Cancel, Create, Finish, Kill, ScheduleRetry
 from dsched.spec import TaskSpec
 from dsched.states import TaskState, WorkflowState
+from dsched_server.core.execution import Cancel, Create, Finish, Kill, ScheduleRetry
 
 from .driver import Driver
 from .specs import chain, task, workflow

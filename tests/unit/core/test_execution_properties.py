@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import pytest
 
 from dsched.options import FailureStrategy, TaskDependType
-from dsched.server.core.execution import Finish
 from dsched.states import TaskState, WorkflowState
+from dsched_server.core.execution import Finish
 
 from .driver import QUEUED, Driver
 from .specs import task, workflow

@@ -6,8 +6,10 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 
 from dsched.options import FailureStrategy, TaskDependType
-from dsched.server.core.dag import Dag
-from dsched.server.core.execution import (
+from dsched.spec import WorkflowSpec
+from dsched.states import TaskState, WorkflowState
+from dsched_server.core.dag import Dag
+from dsched_server.core.execution import (
     Adopt,
     Cancel,
     Create,
@@ -17,8 +19,6 @@ from dsched.server.core.execution import (
     Redispatch,
     ScheduleRetry,
 )
-from dsched.spec import WorkflowSpec
-from dsched.states import TaskState, WorkflowState
 
 from .driver import T0, Attempt, Driver
 from .specs import task, workflow

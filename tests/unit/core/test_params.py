@@ -8,7 +8,7 @@ from types import MappingProxyType
 import pytest
 
 from dsched.names import name_problem
-from dsched.server.core.params import idempotency_key, resolve_params
+from dsched_server.core.params import idempotency_key, resolve_params
 
 LEVELS = ("global_params", "var_pool", "local_params", "startup_params")  # lowest first
 

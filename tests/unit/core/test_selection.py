@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dsched.server.core.selection import (
+from dsched_server.core.selection import (
     MIN_WEIGHT,
     Candidate,
     LowerWeight,

@@ -9,8 +9,8 @@ from typing import TypeVar
 import pytest
 
 from dsched.errors import FailedPrecondition, IllegalTransition, error_class
-from dsched.server.core import transitions as tr
 from dsched.states import TASK_TERMINAL, WORKFLOW_TERMINAL, TaskState, WorkflowState
+from dsched_server.core import transitions as tr
 
 W = WorkflowState
 T = TaskState

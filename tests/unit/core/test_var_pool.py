@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dsched.server.core.var_pool import merge_violation
 from dsched.spec import MAX_PARAMS, MAX_PARAMS_BYTES, MAX_VAR_POOL_PARAMS
+from dsched_server.core.var_pool import merge_violation
 
 KIB = 1024
 

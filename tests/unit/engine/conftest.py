@@ -23,26 +23,26 @@ from grpc import aio
 
 from dsched.errors import AlreadyExists, NotFound
 from dsched.options import ReleaseState
-from dsched.server.app import controls, runs
-from dsched.server.app.context import AppContext
-from dsched.server.app.runs import StartRun
-from dsched.server.app.transaction import Transaction, transact
-from dsched.server.clock import SystemClock
-from dsched.server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
-from dsched.server.core.controls import ControlKind
-from dsched.server.core.records import InstanceRecord, RunOptions, TaskInstanceRecord
-from dsched.server.engine.commands import CommandConsumer
-from dsched.server.engine.dispatcher import Dispatcher
-from dsched.server.engine.failover import Failover
-from dsched.server.engine.notifier import Notifier
-from dsched.server.engine.runners import Runners
-from dsched.server.engine.services import EngineServices
-from dsched.server.engine.workers import WorkerDirectory
-from dsched.server.store import definitions, servers
-from dsched.server.store import instances as instance_repo
-from dsched.server.store import task_instances as ti_repo
-from dsched.server.store.database import Database
 from dsched.spec import WorkflowSpec
+from dsched_server.app import controls, runs
+from dsched_server.app.context import AppContext
+from dsched_server.app.runs import StartRun
+from dsched_server.app.transaction import Transaction, transact
+from dsched_server.clock import SystemClock
+from dsched_server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
+from dsched_server.core.controls import ControlKind
+from dsched_server.core.records import InstanceRecord, RunOptions, TaskInstanceRecord
+from dsched_server.engine.commands import CommandConsumer
+from dsched_server.engine.dispatcher import Dispatcher
+from dsched_server.engine.failover import Failover
+from dsched_server.engine.notifier import Notifier
+from dsched_server.engine.runners import Runners
+from dsched_server.engine.services import EngineServices
+from dsched_server.engine.workers import WorkerDirectory
+from dsched_server.store import definitions, servers
+from dsched_server.store import instances as instance_repo
+from dsched_server.store import task_instances as ti_repo
+from dsched_server.store.database import Database
 from tests.fakes.worker import WAIT_S, FakeWorkers
 
 T = TypeVar("T")

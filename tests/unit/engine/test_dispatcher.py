@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from dsched.server.clock import SystemClock
-from dsched.server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
-from dsched.server.engine.dispatcher import MAX_BATCH, MAX_BATCH_BYTES, Dispatcher, job_bytes
-from dsched.server.engine.jobs import DispatchJob
-from dsched.server.engine.messages import Dispatched, Waiting
-from dsched.server.engine.workers import WorkerDirectory
-from dsched.server.heartbeat import ServerStatus
+from dsched_server.clock import SystemClock
+from dsched_server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
+from dsched_server.engine.dispatcher import MAX_BATCH, MAX_BATCH_BYTES, Dispatcher, job_bytes
+from dsched_server.engine.jobs import DispatchJob
+from dsched_server.engine.messages import Dispatched, Waiting
+from dsched_server.engine.workers import WorkerDirectory
+from dsched_server.heartbeat import ServerStatus
 from tests.fakes.worker import FakeWorker, FakeWorkers, Mode, dispatch_spec
 
 

@@ -11,11 +11,11 @@ import asyncio
 from collections import Counter
 from datetime import timedelta
 
-from dsched.server.core.controls import ControlKind
-from dsched.server.core.records import TaskInstanceRecord
-from dsched.server.protocol.ack import AckDecision
-from dsched.server.protocol.event import TaskEventType
 from dsched.states import TaskState, WorkflowState
+from dsched_server.core.controls import ControlKind
+from dsched_server.core.records import TaskInstanceRecord
+from dsched_server.protocol.ack import AckDecision
+from dsched_server.protocol.event import TaskEventType
 from tests.fakes.worker import FakeWorker, FakeWorkers, Mode
 from tests.unit.core.specs import task, workflow
 from tests.unit.engine.conftest import Engine, World

@@ -10,12 +10,12 @@ import pytest
 from sqlalchemy import update
 
 from dsched.errors import IllegalTransition
-from dsched.server.protocol.ack import AckDecision
-from dsched.server.store import batch as batch_store
-from dsched.server.store.batch import BatchWrites
-from dsched.server.store.database import Database
-from dsched.server.store.models import TaskInstance, table
 from dsched.states import TaskState
+from dsched_server.protocol.ack import AckDecision
+from dsched_server.store import batch as batch_store
+from dsched_server.store.batch import BatchWrites
+from dsched_server.store.database import Database
+from dsched_server.store.models import TaskInstance, table
 from tests.unit.core.specs import task, workflow
 from tests.unit.engine.conftest import Engine
 

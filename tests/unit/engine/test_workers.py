@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from dsched.server.clock import SystemClock
-from dsched.server.constants import WORKERS_PATH
-from dsched.server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
-from dsched.server.engine.workers import WorkerDirectory, parse_member
-from dsched.server.heartbeat import ServerStatus
+from dsched_server.clock import SystemClock
+from dsched_server.constants import WORKERS_PATH
+from dsched_server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
+from dsched_server.engine.workers import WorkerDirectory, parse_member
+from dsched_server.heartbeat import ServerStatus
 from tests.fakes.worker import WAIT_S, FakeWorker, FakeWorkers
 
 

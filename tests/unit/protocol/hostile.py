@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from dsched.names import param_name_problem
 from dsched.options import TimeoutStrategy
-from dsched.server.protocol.event import TaskEvent, TaskEventType
-from dsched.server.protocol.execution import TaskExecution
 from dsched.spec import ShellSpec
+from dsched_server.protocol.event import TaskEvent, TaskEventType
+from dsched_server.protocol.execution import TaskExecution
 
 M = TypeVar("M", bound=Message)
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsched.server.protocol.ack import Ack, AckDecision
-from dsched.server.protocol.wire.ack import acks_from_proto, acks_to_proto
-from dsched.server.protocol.wire.checks import address_violation
 from dsched.v1 import task_event_service_pb2
+from dsched_server.protocol.ack import Ack, AckDecision
+from dsched_server.protocol.wire.ack import acks_from_proto, acks_to_proto
+from dsched_server.protocol.wire.checks import address_violation
 from tests.unit.protocol.hostile import ADDRESSES, hostile
 
 ACKS = st.builds(

@@ -9,14 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dsched.errors import InvalidArgument
-from dsched.server.protocol.attempt import AttemptKey
-from dsched.server.protocol.dispatch import Dispatch, DispatchOutcome, DispatchReply
-from dsched.server.protocol.wire.dispatch import (
+from dsched.v1 import worker_service_pb2
+from dsched_server.protocol.attempt import AttemptKey
+from dsched_server.protocol.dispatch import Dispatch, DispatchOutcome, DispatchReply
+from dsched_server.protocol.wire.dispatch import (
     dispatch_to_proto,
     reply_from_proto,
     reply_to_proto,
 )
-from dsched.v1 import worker_service_pb2
 from tests.unit.protocol.hostile import ATTEMPT_KEYS, EPOCHS, hostile
 
 DISPATCHES = st.builds(

@@ -9,15 +9,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dsched.errors import InvalidArgument
-from dsched.server.protocol.event import TaskEvent
-from dsched.server.protocol.wire.event import (
+from dsched.v1 import task_event_service_pb2
+from dsched_server.protocol.event import TaskEvent
+from dsched_server.protocol.wire.event import (
     event_from_bytes,
     event_from_proto,
     event_to_bytes,
     event_to_proto,
     report_request,
 )
-from dsched.v1 import task_event_service_pb2
 from tests.unit.protocol.hostile import events, hostile
 
 

@@ -11,15 +11,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dsched.errors import InvalidArgument
-from dsched.server.protocol.execution import TaskExecution
-from dsched.server.protocol.wire.execution import (
+from dsched.v1 import worker_service_pb2
+from dsched_server.protocol.execution import TaskExecution
+from dsched_server.protocol.wire.execution import (
     MAX_DISPATCH_BATCH,
     dispatch_request,
     execution_from_request,
     execution_to_proto,
     executions_from_request,
 )
-from dsched.v1 import worker_service_pb2
 from tests.unit.protocol.hostile import executions, hostile
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from hypothesis import given
 
 from dsched.errors import InvalidArgument
-from dsched.server.protocol.log_read import MAX_LOG_READ
-from dsched.server.protocol.wire.log_read import (
+from dsched.v1 import log_service_pb2
+from dsched_server.protocol.log_read import MAX_LOG_READ
+from dsched_server.protocol.wire.log_read import (
     log_read_from_request,
     read_log_response,
     tail_frame,
 )
-from dsched.v1 import log_service_pb2
 from tests.unit.protocol.hostile import hostile
 
 

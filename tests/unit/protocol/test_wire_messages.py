@@ -9,14 +9,14 @@ import pytest
 
 from dsched.errors import InvalidArgument
 from dsched.options import TimeoutStrategy
-from dsched.server.protocol.ack import Ack, AckDecision
-from dsched.server.protocol.event import TaskEventType
-from dsched.server.protocol.log_read import MAX_LOG_READ, LogRead
-from dsched.server.protocol.wire.ack import acks_from_proto, acks_to_proto
-from dsched.server.protocol.wire.event import event_from_bytes, event_to_bytes
-from dsched.server.protocol.wire.execution import execution_from_request, execution_to_proto
-from dsched.server.protocol.wire.log_read import log_read_from_request
 from dsched.v1 import enums_pb2, log_service_pb2, task_event_service_pb2, worker_service_pb2
+from dsched_server.protocol.ack import Ack, AckDecision
+from dsched_server.protocol.event import TaskEventType
+from dsched_server.protocol.log_read import MAX_LOG_READ, LogRead
+from dsched_server.protocol.wire.ack import acks_from_proto, acks_to_proto
+from dsched_server.protocol.wire.event import event_from_bytes, event_to_bytes
+from dsched_server.protocol.wire.execution import execution_from_request, execution_to_proto
+from dsched_server.protocol.wire.log_read import log_read_from_request
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 

@@ -7,15 +7,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dsched.errors import InvalidArgument
-from dsched.server.protocol.attempt import AttemptKey
-from dsched.server.protocol.orders import Kill, TakeOver
-from dsched.server.protocol.wire.orders import (
+from dsched.v1 import worker_service_pb2
+from dsched_server.protocol.attempt import AttemptKey
+from dsched_server.protocol.orders import Kill, TakeOver
+from dsched_server.protocol.wire.orders import (
     kill_from_proto,
     kill_to_proto,
     take_over_from_proto,
     take_over_to_proto,
 )
-from dsched.v1 import worker_service_pb2
 from tests.unit.protocol.hostile import ADDRESSES, ATTEMPT_KEYS, EPOCHS, hostile
 
 KEYS = ATTEMPT_KEYS.map(lambda k: AttemptKey(*k))

@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from dsched.server.protocol.wire.event import event_from_proto
 from dsched.v1 import enums_pb2, task_event_service_pb2
+from dsched_server.protocol.wire.event import event_from_proto
 
 
 def test_refused_out_parameters_from_an_older_or_forged_worker_are_dropped(
@@ -28,7 +28,7 @@ def test_refused_out_parameters_from_an_older_or_forged_worker_are_dropped(
             "big": "v" * (64 * 1024 + 1),
         },
     )
-    with caplog.at_level(logging.WARNING, logger="dsched.server.protocol.wire.checks"):
+    with caplog.at_level(logging.WARNING, logger="dsched_server.protocol.wire.checks"):
         event = event_from_proto(msg)
     assert dict(event.out_params) == {"rows": "42"}
     assert len(caplog.records) == 5

@@ -20,11 +20,11 @@ from dsched.states import InstanceEventKind, TaskState, WorkflowState
 
 @pytest.fixture
 def servers(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[str]]]:
-    """Stand-ins for ``dsched.server.standalone`` and ``dsched.server.processes`` recording the
+    """Stand-ins for ``dsched_server.standalone`` and ``dsched_server.processes`` recording the
     argv each entry point gets."""
     calls: dict[str, list[str]] = {}
-    standalone = types.ModuleType("dsched.server.standalone")
-    processes = types.ModuleType("dsched.server.processes")
+    standalone = types.ModuleType("dsched_server.standalone")
+    processes = types.ModuleType("dsched_server.processes")
 
     def entry(name: str, code: int | None) -> object:
         def run(argv: list[str]) -> int | None:
@@ -36,8 +36,8 @@ def servers(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[str]]]:
     standalone.main = entry("standalone", None)  # type: ignore[attr-defined]
     processes.master_main = entry("master", 0)  # type: ignore[attr-defined]
     processes.worker_main = entry("worker", 3)  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "dsched.server.standalone", standalone)
-    monkeypatch.setitem(sys.modules, "dsched.server.processes", processes)
+    monkeypatch.setitem(sys.modules, "dsched_server.standalone", standalone)
+    monkeypatch.setitem(sys.modules, "dsched_server.processes", processes)
     yield calls
 
 
@@ -58,11 +58,11 @@ def test_master_and_worker_pass_their_arguments_through(servers: dict[str, list[
 def test_missing_server_module_is_an_error(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setitem(sys.modules, "dsched.server.standalone", None)  # makes the import fail
+    monkeypatch.setitem(sys.modules, "dsched_server.standalone", None)  # makes the import fail
     assert main(["standalone"]) == 1
     assert capsys.readouterr().err == (
         "error: dsched standalone needs the server, which is not installed here (import of "
-        "dsched.server.standalone halted; None in sys.modules): pip install 'dsched[server]'\n"
+        "dsched_server.standalone halted; None in sys.modules): pip install 'dsched[server]'\n"
     )
 
 
@@ -88,7 +88,7 @@ def test_broken_server_module_is_an_error(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def import_module(name: str) -> types.ModuleType:
-        raise ImportError("cannot import name 'x' from 'dsched.server.engine'")
+        raise ImportError("cannot import name 'x' from 'dsched_server.engine'")
 
     monkeypatch.setattr("dsched.cli.main.importlib.import_module", import_module)
     assert main(["master"]) == 1
@@ -100,10 +100,10 @@ def test_missing_entry_point_is_an_error(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.delattr(sys.modules["dsched.server.processes"], "worker_main")
+    monkeypatch.delattr(sys.modules["dsched_server.processes"], "worker_main")
     assert main(["worker"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("error: the dsched server here has no dsched.server.processes.worker")
+    assert err.startswith("error: the dsched server here has no dsched_server.processes.worker")
     assert "worker" not in servers
 
 

@@ -19,7 +19,7 @@ import dsched
 INIT = Path(dsched.__file__)
 PYPROJECT = Path(__file__).resolve().parents[3] / "pyproject.toml"
 # Never loaded by the SDK, whatever it is asked for: the server's packages and dependencies.
-SERVER_ONLY = ("sqlalchemy", "alembic", "kazoo", "psutil", "dsched.server", "dsched.worker")
+SERVER_ONLY = ("sqlalchemy", "alembic", "kazoo", "psutil", "dsched_server", "dsched_worker")
 # Loaded only when something that talks to a server is first used.
 HEAVY = ("grpc", "grpc_reflection", "grpc_health", "google.protobuf", "dsched.v1")
 
@@ -93,4 +93,4 @@ def test_the_import_contract_covers_every_sdk_module() -> None:
         for path in package.iterdir()
         if (path.suffix == ".py" and path.name != "__init__.py") or (path / "__init__.py").is_file()
     }
-    assert set(sdk["source_modules"]) == modules - {"dsched.server", "dsched.worker", "dsched.v1"}
+    assert set(sdk["source_modules"]) == modules - {"dsched_server", "dsched_worker", "dsched.v1"}

@@ -21,7 +21,6 @@ from dsched.errors import (
     error_class,
 )
 from dsched.names import MAX_NAME_BYTES, MAX_NAME_LENGTH, MAX_PARAM_NAME_LENGTH, param_path
-from dsched.server.core.dag import Dag
 from dsched.spec import (
     MAX_DELAY,
     MAX_DESCRIPTION_LENGTH,
@@ -41,6 +40,7 @@ from dsched.spec import (
     find_cycle,
     validate_workflow,
 )
+from dsched_server.core.dag import Dag
 
 US = timedelta(microseconds=1)
 

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import exc as sa_exc
 
 from dsched.errors import Unavailable
-from dsched.server.store.availability import DATABASE_UNAVAILABLE, Availability, unreachable
+from dsched_server.store.availability import DATABASE_UNAVAILABLE, Availability, unreachable
 
 
 def wrapped(orig: Exception, *, invalidated: bool = False) -> Exception:

@@ -15,8 +15,8 @@ import pytest
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, ServiceDescriptor
 
-from dsched.server.master import CLIENT_SERVICES, CLUSTER_SERVICES
 from dsched.v1 import master_service_pb2, registry_pb2, resources_pb2, worker_service_pb2
+from dsched_server.master import CLIENT_SERVICES, CLUSTER_SERVICES
 
 SUSPECT = re.compile(r"epoch|fenc|token", re.IGNORECASE)
 ALLOWED = {"next_page_token"}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dsched.errors import InvalidArgument
-from dsched.server.config import (
+from dsched_server.config import (
     Role,
     Settings,
     build_arg_parser,
@@ -20,7 +20,7 @@ from dsched.server.config import (
     load_settings,
     normalize_db_url,
 )
-from dsched.server.heartbeat import Thresholds
+from dsched_server.heartbeat import Thresholds
 
 HOME = {"HOME": "/home/dev"}
 

@@ -11,22 +11,22 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 from dsched.options import CommandType, ReleaseState
-from dsched.server.core.controls import ControlKind
-from dsched.server.core.dag import Dag
-from dsched.server.core.execution import Execution
-from dsched.server.core.records import InstanceRecord, RunOptions, RunScope, WorkflowRecord
-from dsched.server.engine import decision
-from dsched.server.engine.actions import Plan
-from dsched.server.engine.messages import (
+from dsched.states import InstanceEventKind, TaskState, WorkflowState
+from dsched_server.core.controls import ControlKind
+from dsched_server.core.dag import Dag
+from dsched_server.core.execution import Execution
+from dsched_server.core.records import InstanceRecord, RunOptions, RunScope, WorkflowRecord
+from dsched_server.engine import decision
+from dsched_server.engine.actions import Plan
+from dsched_server.engine.messages import (
     Control,
     Dispatched,
     Message,
     WorkerEvent,
 )
-from dsched.server.engine.run_state import RunState, Settings
-from dsched.server.protocol.ack import Ack, AckDecision
-from dsched.server.protocol.event import TaskEvent, TaskEventType
-from dsched.states import InstanceEventKind, TaskState, WorkflowState
+from dsched_server.engine.run_state import RunState, Settings
+from dsched_server.protocol.ack import Ack, AckDecision
+from dsched_server.protocol.event import TaskEvent, TaskEventType
 from tests.unit.core.specs import task, workflow
 
 T = TaskState
@@ -201,7 +201,7 @@ def test_the_decision_modules_await_nothing() -> None:
     import ast
     import inspect
 
-    from dsched.server.engine import actions, control_apply
+    from dsched_server.engine import actions, control_apply
 
     for module in (decision, actions, control_apply):
         tree = ast.parse(inspect.getsource(module))

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from dsched.errors import InvalidArgument
-from dsched.server.heartbeat import (
+from dsched.v1 import enums_pb2, registry_pb2, resources_pb2
+from dsched_server.heartbeat import (
     HeartbeatInfo,
     HostSample,
     ServerStatus,
@@ -19,7 +20,6 @@ from dsched.server.heartbeat import (
     sample_host,
     status_for,
 )
-from dsched.v1 import enums_pb2, registry_pb2, resources_pb2
 
 NORMAL, BUSY = ServerStatus.NORMAL, ServerStatus.BUSY
 IDLE = HostSample(cpu_usage=0.1, memory_usage=0.2, load_average=0.3, disk_usage=0.4)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from dsched.server.engine.notifier import COMMANDS, Notifier
+from dsched_server.engine.notifier import COMMANDS, Notifier
 
 
 async def test_a_signal_nobody_holds_is_forgotten() -> None:

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsched.errors import InvalidArgument
-from dsched.server.store import paging
-from dsched.server.store.paging import ID_KEY, NAME_KEY, VERSION_KEY, Cursor
+from dsched_server.store import paging
+from dsched_server.store.paging import ID_KEY, NAME_KEY, VERSION_KEY, Cursor
 
 QUERY = {"project": "p", "states": ["RUNNING"]}
 

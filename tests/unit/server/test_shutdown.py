@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from dsched.server.shutdown import MIN_STEP_S, Shutdown
+from dsched_server.shutdown import MIN_STEP_S, Shutdown
 
 
 class FakeClock:

@@ -24,7 +24,7 @@ from dsched.errors import (
     NotFound,
     without_violations,
 )
-from dsched.server.rpc.status import MAX_DETAILS_BYTES, to_grpc_status
+from dsched_server.rpc.status import MAX_DETAILS_BYTES, to_grpc_status
 
 DEFAULT_CLIENT_METADATA_LIMIT = 8 * 1024
 HPACK_ENTRY_OVERHEAD = 32

@@ -3,8 +3,8 @@ empty again once the worker has been idle for two windows."""
 
 from __future__ import annotations
 
-from dsched.server.protocol.attempt import AttemptKey
-from dsched.worker.finished import FinishedAttempts
+from dsched_server.protocol.attempt import AttemptKey
+from dsched_worker.finished import FinishedAttempts
 
 
 class Clock:

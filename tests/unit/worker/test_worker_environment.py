@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dsched.worker.tasks.environment import (
+from dsched_worker.tasks.environment import (
     DEFAULT_ALLOW,
     allowed,
     identities,

@@ -7,7 +7,7 @@ import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from dsched.worker.logs import LogStore, TaskLog, log_path
+from dsched_worker.logs import LogStore, TaskLog, log_path
 
 
 def test_log_path_is_numeric_and_dated_by_utc_submit_time(make_execution) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dsched.server.config import Settings
-from dsched.server.heartbeat import Thresholds
-from dsched.worker.app import WorkerOptions
+from dsched_server.config import Settings
+from dsched_server.heartbeat import Thresholds
+from dsched_worker.app import WorkerOptions
 
 
 def test_dedicated_worker_uses_the_data_dir_and_port() -> None:

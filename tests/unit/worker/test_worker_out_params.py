@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dsched.spec import MAX_PARAMS_BYTES, params_bytes
-from dsched.worker.tasks.out_params import MAX_LINE_BYTES, MAX_NOTES, OutParamParser
+from dsched_worker.tasks.out_params import MAX_LINE_BYTES, MAX_NOTES, OutParamParser
 
 OUTPUT = (
     b"starting\n"

@@ -3,10 +3,10 @@ the last record short, corruption, compaction, the earlier file-per-event format
 
 from __future__ import annotations
 
-from dsched.server.protocol.event import TaskEventType
-from dsched.server.protocol.wire.event import event_to_bytes
-from dsched.worker import outbox as outbox_module
-from dsched.worker.outbox import (
+from dsched_server.protocol.event import TaskEventType
+from dsched_server.protocol.wire.event import event_to_bytes
+from dsched_worker import outbox as outbox_module
+from dsched_worker.outbox import (
     LEGACY_MAGIC,
     LOG_NAME,
     Outbox,

@@ -4,7 +4,7 @@ Exit codes: 0 success; 1 a failed run or any error; 2 invalid input (INVALID_ARG
 argparse usage errors); 130 interrupted with Ctrl-C. Errors print ``error: <message>`` and then
 each field violation on its own line to stderr, never a traceback.
 
-``standalone``, ``master`` and ``worker`` start servers. They import :mod:`dsched.server` only
+``standalone``, ``master`` and ``worker`` start servers. They import :mod:`dsched_server` only
 inside their handler, so the client commands never load the server (or need its dependencies,
 the extra ``dsched[server]``; without it these commands say so in one line).
 """
@@ -29,9 +29,9 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 # Server commands -> (module, entry point): dsched standalone, and the cluster processes.
 _SERVER_ENTRIES = {
-    "standalone": ("dsched.server.standalone", "main"),
-    "master": ("dsched.server.processes", "master_main"),
-    "worker": ("dsched.server.processes", "worker_main"),
+    "standalone": ("dsched_server.standalone", "main"),
+    "master": ("dsched_server.processes", "master_main"),
+    "worker": ("dsched_server.processes", "worker_main"),
 }
 SERVER_EXTRA = "pip install 'dsched[server]'"
 

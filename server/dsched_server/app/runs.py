@@ -1,0 +1,158 @@
+"""Starting runs: a new instance of a workflow, or a finished instance put back in the command
+queue (resume, rerun, recover, execute from tasks).
+
+Each writes the instance state and a command in the caller's transaction, and wakes the command
+consumer once it commits, so any master serves them (ARCHITECTURE.md §3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from dsched.errors import FailedPrecondition, FieldViolation, InvalidArgument, Unavailable
+from dsched.options import CommandType, ReleaseState
+from dsched.spec import WorkflowSpec
+from dsched.states import WorkflowState
+from dsched_server.app.transaction import Transaction
+from dsched_server.core import transitions
+from dsched_server.core.records import InstanceRecord, RunOptions, RunScope
+from dsched_server.store import definitions, events
+from dsched_server.store import instances as instance_repo
+from dsched_server.store.events import NewEvent
+
+W = WorkflowState
+
+
+@dataclass(frozen=True, slots=True)
+class StartRun:
+    """A run to start: the workflow's current version, with the caller's options."""
+
+    project: str
+    workflow: str
+    options: RunOptions = field(default_factory=RunOptions)
+
+
+@dataclass(frozen=True, slots=True)
+class _Restart:
+    allowed: frozenset[WorkflowState]
+    action: str  # in messages: "cannot <action> workflow instance ..."
+
+
+_RESTARTS: dict[CommandType, _Restart] = {
+    CommandType.RESUME: _Restart(transitions.CAN_RESUME, "resume"),
+    CommandType.RERUN: _Restart(transitions.CAN_RERUN, "rerun"),
+    CommandType.RECOVER_FAILED: _Restart(transitions.CAN_RECOVER_FAILED, "recover"),
+    CommandType.EXECUTE_FROM_TASK: _Restart(transitions.CAN_EXECUTE_FROM_TASK, "execute from task"),
+}
+
+
+async def start(tx: Transaction, run: StartRun) -> InstanceRecord:
+    """Writes a SUBMITTED instance of the workflow's current version and its command.
+
+    FAILED_PRECONDITION (WORKFLOW_OFFLINE) if the workflow is offline; INVALID_ARGUMENT if a start
+    task is not in it; NOT_FOUND if the project or workflow does not exist.
+    """
+    workflow = await definitions.get_workflow(tx.conn, run.project, run.workflow)
+    if workflow.release_state is not ReleaseState.ONLINE:
+        raise FailedPrecondition(
+            f"workflow {run.project}/{run.workflow} is OFFLINE; put it online to run it",
+            reason="WORKFLOW_OFFLINE",
+            metadata={"project": run.project, "workflow": run.workflow},
+        )
+    _require_tasks(workflow.spec, run.options.scope.start_tasks)
+    project = await definitions.get_project(tx.conn, run.project)
+    instance_id = await instance_repo.create_instance(
+        tx.conn, workflow, project.id, run.options, tx.now
+    )
+    await events.append(
+        tx.conn,
+        [
+            NewEvent(
+                workflow_instance_id=instance_id, workflow_state=W.SUBMITTED, message="submitted"
+            )
+        ],
+        tx.now,
+    )
+    tx.command_added(instance_id)
+    return await instance_repo.get_instance(tx.conn, instance_id)
+
+
+async def resume(tx: Transaction, instance_id: int) -> InstanceRecord:
+    """Resumes a PAUSED instance where it stopped."""
+    return await _restart(tx, instance_id, CommandType.RESUME, None)
+
+
+async def rerun(tx: Transaction, instance_id: int) -> InstanceRecord:
+    """Runs a finished instance again from the start (a new attempt of every task)."""
+    return await _restart(tx, instance_id, CommandType.RERUN, None)
+
+
+async def recover(tx: Transaction, instance_id: int) -> InstanceRecord:
+    """Runs the failed and unfinished tasks of a FAILED or STOPPED instance again."""
+    return await _restart(tx, instance_id, CommandType.RECOVER_FAILED, None)
+
+
+async def execute_from(tx: Transaction, instance_id: int, scope: RunScope) -> InstanceRecord:
+    """Runs a finished instance again from ``scope``'s start tasks (INVALID_ARGUMENT if one is not
+    in the instance's workflow version)."""
+    return await _restart(tx, instance_id, CommandType.EXECUTE_FROM_TASK, scope)
+
+
+async def _restart(
+    tx: Transaction, instance_id: int, command: CommandType, scope: RunScope | None
+) -> InstanceRecord:
+    """Puts a finished instance back in the command queue (FAILED_PRECONDITION, reason
+    ILLEGAL_TRANSITION, in a state the restart does not apply to)."""
+    restart = _RESTARTS[command]
+    instance = await instance_repo.get_instance(tx.conn, instance_id)
+    transitions.require_state(
+        instance.state, restart.allowed, action=restart.action, instance_id=instance_id
+    )
+    if scope is not None:
+        workflow = await definitions.get_workflow_by_code(
+            tx.conn, instance.workflow_code, instance.workflow_version
+        )
+        _require_tasks(workflow.spec, scope.start_tasks)
+    if not await instance_repo.set_state(
+        tx.conn,
+        instance_id,
+        epoch=None,
+        expected={instance.state},
+        state=W.SUBMITTED,
+        # Not terminal any more (the proto: end_time is absent while not terminal), and
+        # restarted by this command; the claim sets both again with the start time.
+        values={"state_reason": "", "end_time": None, "command_type": command.value},
+    ):
+        raise Unavailable("the instance changed meanwhile; retry", reason="CONCURRENT_CHANGE")
+    await instance_repo.add_command(
+        tx.conn, instance_id, command, instance.options.priority.rank, scope, tx.now
+    )
+    await events.append(
+        tx.conn,
+        [
+            NewEvent(
+                workflow_instance_id=instance_id,
+                workflow_state=W.SUBMITTED,
+                message=f"{restart.action} requested",
+            )
+        ],
+        tx.now,
+    )
+    tx.command_added(instance_id)
+    tx.instance_changed(instance_id)
+    return await instance_repo.get_instance(tx.conn, instance_id)
+
+
+def _require_tasks(spec: WorkflowSpec, names: Sequence[str]) -> None:
+    """INVALID_ARGUMENT naming each of ``names`` that is not a task of ``spec``."""
+    known = {t.name for t in spec.tasks}
+    unknown = [(i, n) for i, n in enumerate(names) if n not in known]
+    if unknown:
+        raise InvalidArgument(
+            "unknown start tasks",
+            violations=[
+                FieldViolation(f"start_tasks[{i}]", f"no task {n!r} in the workflow")
+                for i, n in unknown
+            ],
+        )

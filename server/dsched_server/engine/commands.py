@@ -1,0 +1,253 @@
+"""Command consumption (ARCHITECTURE.md §3 step 2).
+
+The consumer sleeps until a command is inserted (an in-process notification; a slow periodic scan is
+only the fallback for commands written by other processes) and claims each command in one
+transaction: it deletes the command (0 rows deleted means another master took it) and stamps the
+instance with this master's address and epoch. Only after that commit does it build the instance's
+execution and start a runner, so an instance is driven by at most one master epoch at a time.
+
+With several masters the commands are sharded: a master claims the commands whose id falls in its
+slot (``id % live masters == its index`` in the sorted list of live master addresses), the commands
+it wrote itself (a client asked this master, which is awake: no other master needs waking), and any
+command it has seen pending for longer than :data:`STEAL_AFTER_S` (masters that disagree about the
+membership for a moment must not leave a command unclaimed). Slots only spread the load; the
+claim's transaction is what makes each command start exactly one run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from dsched.errors import Unavailable
+from dsched.options import CommandType
+from dsched.states import InstanceEventKind, TaskState, WorkflowState
+from dsched_server.background import Background
+from dsched_server.core.dag import Dag
+from dsched_server.core.execution import AttemptView, Execution
+from dsched_server.core.records import (
+    CommandRecord,
+    InstanceRecord,
+    RunScope,
+    TaskInstanceRecord,
+    WorkflowRecord,
+)
+from dsched_server.engine.executor import EffectExecutor
+from dsched_server.engine.run_state import RunState, Settings
+from dsched_server.engine.runner import InstanceRunner
+from dsched_server.engine.runners import Runners
+from dsched_server.engine.services import EngineServices
+from dsched_server.store import controls as control_repo
+from dsched_server.store import definitions, events
+from dsched_server.store import instances as instance_repo
+from dsched_server.store import task_instances as ti_repo
+from dsched_server.store.codec import scope_to_json
+from dsched_server.store.database import Conn
+from dsched_server.store.events import NewEvent
+
+log = logging.getLogger(__name__)
+
+FETCH_LIMIT = 50
+FALLBACK_SCAN_S = 5.0
+STEAL_AFTER_S = 2 * FALLBACK_SCAN_S
+
+
+class CommandConsumer(Background):
+    """Claims commands and starts runners. ``paused`` (registry disconnected) and ``busy``
+    (overloaded) stop claiming. ``slot`` returns (this master's index, number of live masters)."""
+
+    def __init__(
+        self,
+        services: EngineServices,
+        runners: Runners,
+        *,
+        slot: Callable[[], tuple[int, int]] = lambda: (0, 1),
+        busy: Callable[[], bool] = lambda: False,
+    ) -> None:
+        super().__init__("command-consumer")
+        self.s = services
+        self.runners = runners
+        self._slot = slot
+        self._busy = busy
+        self.paused = False
+        self._first_seen: dict[int, float] = {}  # command id -> loop time it was first seen
+        self.executor = EffectExecutor(services)  # runs the effects of every runner it builds
+
+    async def _run(self) -> None:
+        while True:
+            signal = self.s.notifier.signal(0)
+            claimed = 0
+            if not self.paused and not self._busy():
+                try:
+                    claimed = await self.consume_once()
+                except Unavailable:
+                    pass  # the database is away (logged once, by the store); the next scan retries
+                except Exception:
+                    log.exception("command scan failed")
+            if claimed < FETCH_LIMIT:
+                await self.s.notifier.wait(signal, FALLBACK_SCAN_S)
+
+    async def consume_once(self) -> int:
+        """Claims what is pending now; returns how many claims were tried (FETCH_LIMIT: there
+        may be more to claim right away)."""
+        hinted = list(self.s.notifier.local_commands)
+        async with self.s.db.read() as conn:
+            pending = await instance_repo.pending_commands(conn, FETCH_LIMIT)
+        if len(pending) < FETCH_LIMIT:  # the whole queue: hints it lacks were claimed elsewhere
+            self.s.notifier.forget_hints(hinted, [c.workflow_instance_id for c in pending])
+        now = asyncio.get_running_loop().time()
+        seen = {c.id: self._first_seen.get(c.id, now) for c in pending}
+        self._first_seen = seen  # forget commands that are gone
+        index, count = self._slot()
+        tried = 0
+        for command in pending:
+            if self.paused:
+                break
+            local = command.workflow_instance_id in self.s.notifier.local_commands
+            mine = count <= 1 or command.id % count == index
+            stale = now - seen[command.id] >= STEAL_AFTER_S
+            if not (local or mine or stale):
+                continue
+            self.s.notifier.local_commands.discard(command.workflow_instance_id)
+            if self.runners.get(command.workflow_instance_id) is None:
+                tried += 1
+                await self._claim(command)
+        return tried
+
+    async def _claim(self, command: CommandRecord) -> None:
+        try:
+            async with self.s.db.transaction() as conn:
+                started = await self._claim_in(conn, command)
+        except Unavailable:
+            # The database is away. If the claim committed before the connection broke, the
+            # instance is this epoch's with no runner: the reload finds out once it is back.
+            self.s.reload(command.workflow_instance_id, {})
+            return
+        except Exception:  # this command's data is broken; log and go on
+            log.exception("could not claim command %s", command.id)
+            return
+        if started is None:
+            self.s.metrics.commands_lost_race += 1
+            return
+        self.s.metrics.commands_claimed += 1
+        if self.runners.get(command.workflow_instance_id) is None:  # the sweep may have been first
+            self.runners.add(started)
+
+    async def _claim_in(self, conn: Conn, command: CommandRecord) -> InstanceRunner | None:
+        now = self.s.clock.now()
+        instance = await instance_repo.get_instance(conn, command.workflow_instance_id)
+        workflow = await definitions.get_workflow_by_code(
+            conn, instance.workflow_code, instance.workflow_version
+        )
+        dag = Dag(workflow.spec)
+        state, values, scope = _plan(command, instance, now)
+        if not await instance_repo.claim(
+            conn, command, host=self.s.address, epoch=self.s.epoch, state=state, values=values
+        ):
+            return None
+        attempts = await ti_repo.valid_attempts(conn, instance.id)
+        superseded = _superseded(command, attempts, dag, scope)
+        await ti_repo.supersede(conn, [a.id for a in superseded])
+        await events.append(
+            conn,
+            [
+                NewEvent(
+                    workflow_instance_id=instance.id,
+                    workflow_state=state,
+                    kind=InstanceEventKind.CLAIMED,
+                    # No epoch: clients read this, and epochs are fencing tokens.
+                    message=f"{command.type.value} claimed by {self.s.address}",
+                )
+            ],
+            now,
+        )
+        return await self.build_runner(conn, instance.id, workflow)
+
+    async def build_runner(
+        self, conn: Conn, instance_id: int, workflow: WorkflowRecord | None = None
+    ) -> InstanceRunner:
+        """A runner for an instance this epoch owns, restored from the store."""
+        instance = await instance_repo.get_instance(conn, instance_id)
+        if workflow is None:
+            workflow = await definitions.get_workflow_by_code(
+                conn, instance.workflow_code, instance.workflow_version
+            )
+        dag = Dag(workflow.spec)
+        scope = instance.run_scope
+        attempts = await ti_repo.valid_attempts(conn, instance.id)
+        last = await ti_repo.last_attempts(conn, instance.id)
+        execution = Execution.restore(
+            dag,
+            dag.scope(scope.start_tasks, scope.depend_type),
+            instance.options.failure_strategy,
+            [_view(a) for a in attempts],
+            last,
+            phase=instance.state,
+        )
+        settings = Settings(
+            address=self.s.address,
+            cluster_address=self.s.cluster_address,
+            default_group=self.s.default_group,
+            dispatch_timeout=self.s.dispatch_timeout,
+        )
+        runner = InstanceRunner(
+            self.s,
+            self.executor,
+            RunState.restore(instance, workflow, execution, attempts, settings, lambda m: None),
+            self.runners.on_exit,
+            await control_repo.pending(conn, instance.id),
+        )
+        runner.state.on_dispatched = runner.post
+        return runner
+
+
+def _plan(
+    command: CommandRecord, instance: InstanceRecord, now: Any
+) -> tuple[WorkflowState, dict[str, Any], RunScope]:
+    """The state, column values and run scope an instance gets when this command is claimed."""
+    scope = instance.run_scope
+    values: dict[str, Any] = {"command_type": command.type.value}
+    if command.type is CommandType.FAILOVER:
+        return command.restore_state or WorkflowState.RUNNING, values, scope
+    values.update(end_time=None, state_reason="")
+    if command.type is CommandType.START:
+        values["start_time"] = now
+    elif command.type is CommandType.RERUN:
+        scope = instance.options.scope
+        values.update(
+            start_time=now,
+            run_times=instance.run_times + 1,
+            var_pool={},
+            run_scope=scope_to_json(scope),
+        )
+    elif command.type is CommandType.EXECUTE_FROM_TASK and command.scope is not None:
+        scope = command.scope
+        values.update(run_times=instance.run_times + 1, run_scope=scope_to_json(scope))
+    return WorkflowState.RUNNING, values, scope
+
+
+def _superseded(
+    command: CommandRecord, attempts: list[TaskInstanceRecord], dag: Dag, scope: RunScope
+) -> list[TaskInstanceRecord]:
+    """Valid attempts the command replaces (they stay in the store, marked not valid)."""
+    if command.type is CommandType.RERUN:
+        return list(attempts)
+    if command.type is CommandType.RECOVER_FAILED:
+        return [a for a in attempts if a.state in (TaskState.FAILED, TaskState.KILLED)]
+    if command.type is CommandType.EXECUTE_FROM_TASK:
+        covered = dag.scope(scope.start_tasks, scope.depend_type)
+        return [a for a in attempts if a.task_name in covered]
+    return []
+
+
+def _view(a: TaskInstanceRecord) -> AttemptView:
+    return AttemptView(
+        task_instance_id=a.id,
+        task=a.task_name,
+        attempt=a.attempt,
+        retry_times=a.retry_times,
+        state=a.state,
+        end_time=a.end_time,
+    )

@@ -1,0 +1,123 @@
+"""Inputs of an instance runner. Each runner consumes its messages strictly in order."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from dsched_server.core.controls import ControlKind
+from dsched_server.core.records import InstanceRecord
+from dsched_server.protocol.ack import Ack
+from dsched_server.protocol.event import TaskEvent
+
+
+@dataclass(slots=True)
+class WorkerEvent:
+    """A task event a worker incarnation reported; ``reply`` gets the answer once it is durable."""
+
+    event: TaskEvent
+    worker_address: str
+    worker_epoch: int
+    reply: asyncio.Future[Ack]
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatched:
+    """A worker accepted an attempt."""
+
+    task_instance_id: int
+    host: str
+    worker_epoch: int
+    log_path: str
+
+
+@dataclass(frozen=True, slots=True)
+class RetryDue:
+    task: str
+
+
+@dataclass(frozen=True, slots=True)
+class DelayDue:
+    task_instance_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchDue:
+    """The dispatch timeout of an attempt passed: if no worker accepted it yet, it fails."""
+
+    task_instance_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimeoutWarning:
+    task_instance_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class TakeOverResult:
+    """Whether the worker that held an adopted attempt still has it."""
+
+    task_instance_id: int
+    found: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """The dispatcher holds an attempt back: no worker of its group can take it now."""
+
+    task_instance_id: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerGone:
+    """Every incarnation of the worker at ``address`` up to ``epoch`` is dead (``why`` says how it
+    is known): their unfinished attempts are re-run elsewhere. Epochs only grow, and an address
+    serves one process at a time, so an incarnation's death implies its predecessors'."""
+
+    address: str
+    epoch: int
+    why: str = "is gone"
+
+
+@dataclass(frozen=True, slots=True)
+class KillUnanswered:
+    """A kill found no such attempt on its worker (checked again after a grace period)."""
+
+    task_instance_id: int
+
+
+@dataclass(slots=True)
+class Control:
+    """A pause or stop a client sent to this master, which drives the instance: recorded and
+    applied in one batch. ``reply`` gets the instance after the commit, or the refusal (the
+    caller may cancel it to withdraw a control not yet taken up)."""
+
+    kind: ControlKind
+    request_id: str
+    requested_by: str
+    reply: asyncio.Future[InstanceRecord]
+
+
+@dataclass(slots=True)
+class ApplyControls:
+    """Controls were recorded for this instance by another master (or while nobody drove it):
+    apply them. ``reply`` (if any) is set once they are applied and committed."""
+
+    reply: asyncio.Future[None] | None = None
+
+
+Message = (
+    WorkerEvent
+    | Dispatched
+    | RetryDue
+    | DelayDue
+    | TimeoutWarning
+    | TakeOverResult
+    | KillUnanswered
+    | WorkerGone
+    | Waiting
+    | DispatchDue
+    | Control
+    | ApplyControls
+)

@@ -1,0 +1,57 @@
+"""What a master tells a worker to run: one attempt of one task."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from dsched.options import TimeoutStrategy
+from dsched.spec import TaskKind
+from dsched_server.protocol.attempt import AttemptKey
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskExecution:
+    """Everything a worker needs to run one attempt (the wire's ``TaskExecution``).
+
+    ``params`` are exported to the task's environment as they are; ``timeout`` of zero means none.
+    ``owner_address``/``owner_epoch`` name the master that receives the attempt's events.
+    ``worker_address``/``worker_epoch`` never travel: the worker stamps the incarnation that
+    accepted the attempt (exported to the task as its fencing token).
+    """
+
+    task_instance_id: int
+    attempt: int
+    workflow_instance_id: int
+    workflow_code: int
+    workflow_version: int
+    task_name: str
+    idempotency_key: str
+    kind: TaskKind
+    owner_address: str
+    owner_epoch: int
+    submit_time: datetime
+    params: Mapping[str, str] = field(default_factory=dict)
+    timeout: timedelta = timedelta(0)
+    timeout_strategy: TimeoutStrategy = TimeoutStrategy.FAIL
+    dry_run: bool = False
+    worker_address: str = ""
+    worker_epoch: int = 0
+
+    @property
+    def key(self) -> AttemptKey:
+        return AttemptKey(self.task_instance_id, self.attempt)
+
+    @property
+    def kills_at_timeout(self) -> bool:
+        """True if the worker kills the attempt at its deadline (WARN alone is the master's)."""
+        return self.timeout > timedelta(0) and self.timeout_strategy.kills
+
+    def with_owner(self, address: str, epoch: int) -> TaskExecution:
+        """The same attempt, owned by another master (after a take-over)."""
+        return replace(self, owner_address=address, owner_epoch=epoch)
+
+    def accepted_by(self, address: str, epoch: int) -> TaskExecution:
+        """The same attempt, stamped with the worker incarnation that accepted it."""
+        return replace(self, worker_address=address, worker_epoch=epoch)

@@ -1,0 +1,143 @@
+""":class:`TaskExecution` and the dispatch requests that carry it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from dsched.errors import FieldViolation, InvalidArgument
+from dsched.names import name_violation
+from dsched.options import TimeoutStrategy
+from dsched.spec import MAX_SCRIPT_BYTES, MAX_TIMEOUT, ShellSpec
+from dsched.v1 import enums_pb2, resources_pb2, worker_service_pb2
+from dsched_server.protocol.execution import TaskExecution
+from dsched_server.protocol.wire import checks
+
+MAX_KEY_LENGTH = 256
+MAX_DISPATCH_BATCH = 1000  # tasks per DispatchTasks call (bounds one request's work)
+# The fields that mean the same, under the same name and type, in the value and the message.
+_IDS = ("task_instance_id", "attempt", "workflow_instance_id", "workflow_code")
+_SAME = (*_IDS, "workflow_version", "task_name", "owner_address", "owner_epoch", "dry_run")
+
+
+def execution_to_proto(execution: TaskExecution) -> worker_service_pb2.TaskExecution:
+    return worker_service_pb2.TaskExecution(
+        **checks.same_named(execution, _SAME),
+        idempotency_key=execution.idempotency_key,
+        params=dict(execution.params),
+        timeout=checks.to_duration(execution.timeout),
+        timeout_strategy=f"TIMEOUT_STRATEGY_{execution.timeout_strategy.value}",
+        submit_time=checks.to_timestamp(execution.submit_time),
+        shell=resources_pb2.ShellTask(script=execution.kind.script),
+    )
+
+
+def dispatch_request(
+    executions: Sequence[TaskExecution],
+) -> worker_service_pb2.DispatchTasksRequest:
+    return worker_service_pb2.DispatchTasksRequest(
+        tasks=[execution_to_proto(e) for e in executions]
+    )
+
+
+def execution_from_request(
+    msg: worker_service_pb2.DispatchTaskRequest, *, now: datetime
+) -> TaskExecution:
+    """Validates a dispatch request and returns its attempt. ``now`` stands in for a missing
+    ``submit_time`` (it only picks the log's date folder)."""
+    if not msg.HasField("task"):
+        raise InvalidArgument(
+            "dispatch request has no task", violations=[FieldViolation("task", "is required")]
+        )
+    out: list[FieldViolation] = []
+    execution = execution_from_proto(msg.task, "task", out, now=now)
+    if out or execution is None:
+        raise InvalidArgument("invalid task execution", violations=out)
+    return execution
+
+
+def executions_from_request(
+    msg: worker_service_pb2.DispatchTasksRequest, *, now: datetime
+) -> list[TaskExecution]:
+    """Validates a batch dispatch: every task must be valid, or none is accepted."""
+    out: list[FieldViolation] = []
+    if not 1 <= len(msg.tasks) <= MAX_DISPATCH_BATCH:
+        out.append(FieldViolation("tasks", f"must hold 1 to {MAX_DISPATCH_BATCH} tasks"))
+        raise InvalidArgument("invalid batch dispatch", violations=out)
+    found = [execution_from_proto(t, f"tasks[{i}]", out, now=now) for i, t in enumerate(msg.tasks)]
+    executions = [e for e in found if e is not None]
+    if out or len(executions) != len(found):
+        raise InvalidArgument("invalid batch dispatch", violations=out)
+    return executions
+
+
+def execution_from_proto(
+    task: worker_service_pb2.TaskExecution,
+    path: str,
+    out: list[FieldViolation],
+    *,
+    now: datetime,
+) -> TaskExecution | None:
+    """Decodes one attempt, appending problems (field paths under ``path``) to ``out``."""
+    before = len(out)
+    checks.positive(f"{path}.task_instance_id", task.task_instance_id, out)
+    checks.positive(f"{path}.attempt", task.attempt, out)
+    checks.positive(f"{path}.workflow_instance_id", task.workflow_instance_id, out)
+    checks.not_negative(f"{path}.workflow_code", task.workflow_code, out)
+    checks.not_negative(f"{path}.workflow_version", task.workflow_version, out)
+    checks.not_negative(f"{path}.owner_epoch", task.owner_epoch, out)
+    found = name_violation(f"{path}.task_name", task.task_name, "task name")
+    if found is not None:
+        out.append(found)
+    checks.address(f"{path}.owner_address", task.owner_address, out)
+    key = task.idempotency_key or f"{task.workflow_instance_id}-{task.task_name}-{task.attempt}"
+    if len(key) > MAX_KEY_LENGTH or not key.isprintable():
+        out.append(
+            FieldViolation(f"{path}.idempotency_key", "must be printable, at most 256 chars")
+        )
+    checks.params(f"{path}.params", task.params, out)
+    timeout = checks.duration(f"{path}.timeout", task.timeout, MAX_TIMEOUT, out)
+    strategy = _timeout_strategy(task.timeout_strategy, path, out)
+    kind = _shell(task, path, out)
+    submit = (
+        checks.timestamp(f"{path}.submit_time", task.submit_time, out)
+        if task.HasField("submit_time")
+        else now
+    )
+    if len(out) > before or kind is None:
+        return None
+    return TaskExecution(
+        **checks.same_named(task, _SAME),
+        idempotency_key=key,
+        kind=kind,
+        submit_time=submit,
+        params=dict(task.params),
+        timeout=timeout,
+        timeout_strategy=strategy,
+    )
+
+
+def _timeout_strategy(value: int, path: str, out: list[FieldViolation]) -> TimeoutStrategy:
+    if value == enums_pb2.TIMEOUT_STRATEGY_UNSPECIFIED:
+        return TimeoutStrategy.FAIL  # the proto's documented default
+    found = checks.enum_member(
+        TimeoutStrategy, enums_pb2.TimeoutStrategy, "TIMEOUT_STRATEGY_", value
+    )
+    if found is None:
+        out.append(FieldViolation(f"{path}.timeout_strategy", f"unknown value {value}"))
+        return TimeoutStrategy.FAIL
+    return found
+
+
+def _shell(
+    msg: worker_service_pb2.TaskExecution, path: str, out: list[FieldViolation]
+) -> ShellSpec | None:
+    if msg.WhichOneof("kind") != "shell":
+        out.append(FieldViolation(f"{path}.kind", "a task type (e.g. shell) is required"))
+        return None
+    script = msg.shell.script
+    if len(script.encode()) > MAX_SCRIPT_BYTES:
+        out.append(FieldViolation(f"{path}.shell.script", "is larger than 256 KiB"))
+    elif "\x00" in script:
+        out.append(FieldViolation(f"{path}.shell.script", "contains a NUL character"))
+    return ShellSpec(script=script)

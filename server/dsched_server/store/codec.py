@@ -1,0 +1,108 @@
+"""JSON shapes of the store's document columns (task specs, run options, scopes).
+
+Durations are stored as integer milliseconds and enums by their permanent value names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from dsched.options import FailureStrategy, Priority, TaskDependType, TimeoutStrategy
+from dsched.spec import ShellSpec, TaskKind, TaskSpec
+from dsched_server.core.records import RunOptions, RunScope
+
+
+def _ms(value: timedelta) -> int:
+    return int(value / timedelta(milliseconds=1))
+
+
+def task_type(spec: TaskSpec) -> str:
+    if isinstance(spec.kind, ShellSpec):
+        return "SHELL"
+    raise ValueError(f"unsupported task kind {spec.kind!r}")
+
+
+def task_to_json(spec: TaskSpec) -> dict[str, Any]:
+    """Everything of a task but its name and upstream edges (those have their own columns)."""
+    kind: dict[str, Any] = {}
+    if isinstance(spec.kind, ShellSpec):
+        kind = {"script": spec.kind.script}
+    return {
+        "kind": kind,
+        "description": spec.description,
+        "priority": spec.priority.value,
+        "worker_group": spec.worker_group,
+        "retries": spec.retries,
+        "retry_interval_ms": _ms(spec.retry_interval),
+        "timeout_ms": _ms(spec.timeout),
+        "timeout_strategy": spec.timeout_strategy.value,
+        "delay_ms": _ms(spec.delay),
+        "params": dict(spec.params),
+        "disabled": spec.disabled,
+    }
+
+
+def task_from_json(
+    name: str, task_type_name: str, doc: Mapping[str, Any], upstream: tuple[str, ...]
+) -> TaskSpec:
+    kind: TaskKind | None = None
+    if task_type_name == "SHELL":
+        kind = ShellSpec(script=doc["kind"]["script"])
+    return TaskSpec(
+        name=name,
+        kind=kind,
+        description=doc.get("description", ""),
+        upstream=upstream,
+        priority=Priority(doc.get("priority", Priority.MEDIUM.value)),
+        worker_group=doc.get("worker_group", ""),
+        retries=int(doc.get("retries", 0)),
+        retry_interval=timedelta(milliseconds=doc.get("retry_interval_ms", 0)),
+        timeout=timedelta(milliseconds=doc.get("timeout_ms", 0)),
+        timeout_strategy=TimeoutStrategy(doc.get("timeout_strategy", TimeoutStrategy.FAIL.value)),
+        delay=timedelta(milliseconds=doc.get("delay_ms", 0)),
+        params=dict(doc.get("params", {})),
+        disabled=bool(doc.get("disabled", False)),
+    )
+
+
+def scope_to_json(scope: RunScope) -> dict[str, Any]:
+    return {"start_tasks": list(scope.start_tasks), "depend_type": scope.depend_type.value}
+
+
+def scope_from_json(doc: Mapping[str, Any]) -> RunScope:
+    return RunScope(
+        start_tasks=tuple(doc.get("start_tasks", ())),
+        depend_type=TaskDependType(doc.get("depend_type", TaskDependType.TASK_POST.value)),
+    )
+
+
+def options_to_json(options: RunOptions) -> dict[str, Any]:
+    return {
+        "params": dict(options.params),
+        "scope": scope_to_json(options.scope),
+        "failure_strategy": options.failure_strategy.value,
+        "priority": options.priority.value,
+        "worker_group": options.worker_group,
+        "dry_run": options.dry_run,
+        "dispatch_timeout": (
+            None if options.dispatch_timeout is None else options.dispatch_timeout.total_seconds()
+        ),
+    }
+
+
+def options_from_json(doc: Mapping[str, Any]) -> RunOptions:
+    return RunOptions(
+        params=dict(doc.get("params", {})),
+        scope=scope_from_json(doc.get("scope", {})),
+        failure_strategy=FailureStrategy(doc.get("failure_strategy", "CONTINUE")),
+        priority=Priority(doc.get("priority", "MEDIUM")),
+        worker_group=doc.get("worker_group", ""),
+        dry_run=bool(doc.get("dry_run", False)),
+        dispatch_timeout=(
+            None
+            if doc.get("dispatch_timeout") is None
+            else timedelta(seconds=float(doc["dispatch_timeout"]))
+        ),
+    )

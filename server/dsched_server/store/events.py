@@ -1,0 +1,79 @@
+"""Repository of the append-only instance event log (the source of watch streams)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import func, insert, select
+
+from dsched.states import InstanceEventKind, TaskState, WorkflowState
+from dsched_server.core.records import EventRecord
+from dsched_server.store.database import Conn
+from dsched_server.store.models import InstanceEvent, table
+
+EV = table(InstanceEvent)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewEvent:
+    workflow_instance_id: int
+    kind: InstanceEventKind = InstanceEventKind.STATE
+    task_instance_id: int = 0
+    task_name: str = ""
+    workflow_state: WorkflowState | None = None
+    task_state: TaskState | None = None
+    message: str = ""
+
+
+async def append(conn: Conn, events: Sequence[NewEvent], now: datetime) -> None:
+    """Appends events in the caller's transaction (so they commit with the change they describe)."""
+    if not events:
+        return
+    await conn.execute(
+        insert(EV),
+        [
+            {
+                "workflow_instance_id": e.workflow_instance_id,
+                "task_instance_id": e.task_instance_id,
+                "task_name": e.task_name,
+                "workflow_state": e.workflow_state.value if e.workflow_state else None,
+                "task_state": e.task_state.value if e.task_state else None,
+                "kind": e.kind.value,
+                "message": e.message[:1024],
+                "create_time": now,
+            }
+            for e in events
+        ],
+    )
+
+
+async def after(conn: Conn, instance_id: int, sequence: int, limit: int = 500) -> list[EventRecord]:
+    rows = await conn.execute(
+        select(EV)
+        .where(EV.c.workflow_instance_id == instance_id, EV.c.sequence > sequence)
+        .order_by(EV.c.sequence)
+        .limit(limit)
+    )
+    return [
+        EventRecord(
+            sequence=r.sequence,
+            workflow_instance_id=r.workflow_instance_id,
+            task_instance_id=r.task_instance_id,
+            task_name=r.task_name,
+            workflow_state=WorkflowState(r.workflow_state) if r.workflow_state else None,
+            task_state=TaskState(r.task_state) if r.task_state else None,
+            kind=InstanceEventKind(r.kind),
+            message=r.message,
+            create_time=r.create_time,
+        )
+        for r in rows
+    ]
+
+
+async def last_sequence(conn: Conn, instance_id: int) -> int:
+    value = await conn.scalar(
+        select(func.max(EV.c.sequence)).where(EV.c.workflow_instance_id == instance_id)
+    )
+    return int(value or 0)

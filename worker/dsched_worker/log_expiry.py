@@ -1,0 +1,83 @@
+"""Retention of task logs: a log not written for longer than the retention goes, with its link.
+
+The layout is :mod:`dsched_worker.logs`'s (``<yyyymmdd>/.../<task_instance_id>.log`` plus
+``index/<task_instance_id>.log``). A log file is created on or after its day directory's date, so
+only day directories dated before the cutoff can hold a file older than it: a sweep walks those
+alone, whatever the history. A file written since the cutoff (a long instance's late task) stays,
+and so does the log of an attempt running here. Empty directories are removed bottom-up.
+
+Runs in a thread (a day of logs can be a hundred thousand files); it only unlinks, so it never
+blocks the event loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Container
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from dsched_worker.logs import INDEX_DIR
+
+log = logging.getLogger(__name__)
+
+DAY_S = 86400.0
+
+
+@dataclass(frozen=True, slots=True)
+class Expired:
+    """What one pass removed."""
+
+    files: int = 0
+    bytes: int = 0
+
+
+def expire_logs(root: Path, *, older_than: float, now: float, live: Container[int]) -> Expired:
+    """Removes the logs under ``root`` last written before ``now - older_than`` (wall-clock
+    seconds) whose task instance id is not in ``live``, with their index links."""
+    cutoff = now - older_than
+    cutoff_day = datetime.fromtimestamp(cutoff, UTC).strftime("%Y%m%d")
+    index = root / INDEX_DIR
+    files = size = 0
+    try:
+        days = [d for d in root.iterdir() if d.name.isdigit() and d.name < cutoff_day]
+    except OSError:
+        return Expired()
+    # A day directory named like today's cutoff day may hold older files too: walk it as well.
+    days += [d for d in [root / cutoff_day] if d.is_dir()]
+    for day in days:
+        for directory, _subdirs, names in os.walk(day, topdown=False):
+            for name in names:
+                path = Path(directory) / name
+                stem = name.removesuffix(".log")
+                try:
+                    st = path.lstat()
+                except OSError:
+                    continue
+                if st.st_mtime >= cutoff or (stem.isdigit() and int(stem) in live):
+                    continue
+                _unlink_index(index, stem, path)
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                    files += 1
+                    size += st.st_size
+            if directory != str(root):
+                with contextlib.suppress(OSError):
+                    os.rmdir(directory)  # only if empty
+    return Expired(files=files, bytes=size)
+
+
+def _unlink_index(index: Path, stem: str, target: Path) -> None:
+    """Removes ``index/<stem>.log`` if it leads to ``target`` (a newer attempt's link stays)."""
+    if not stem.isdigit():
+        return
+    link = index / f"{stem}.log"
+    try:
+        if os.path.realpath(link) != os.path.realpath(target):
+            return
+        link.unlink()
+    except OSError as exc:
+        log.debug("cannot remove the index link %s: %s", link, exc)

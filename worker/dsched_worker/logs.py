@@ -1,0 +1,242 @@
+"""Task log files: where they live, how they are written, and how readers find and follow them.
+
+Layout under ``<data_dir>/logs``::
+
+    <yyyymmdd of submit_time, UTC>/<workflow_code>/<workflow_version>/<workflow_instance_id>/
+        <task_instance_id>.log
+    index/<task_instance_id>.log  ->  a relative symlink to the file above
+
+Every path component is a number, so no client-supplied text ever reaches a path. Readers resolve a
+task instance id only through the index (logs of earlier incarnations stay findable), check that the
+target lies inside the log root, and open it with ``O_NOFOLLOW``.
+
+A :class:`TaskLog` is the live side of one file: the runner appends to it and readers that follow it
+wait on an :class:`asyncio.Event` that every append replaces, so a follower wakes on new bytes
+without polling. Appends are synchronous writes to a local file (a few KiB at a time); if the disk
+fails the task keeps running and the lost bytes are counted, because losing log lines is better than
+failing work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from datetime import UTC
+from pathlib import Path
+
+from dsched_server.protocol.execution import TaskExecution
+
+log = logging.getLogger(__name__)
+
+LOGS_DIR = "logs"
+INDEX_DIR = "index"
+NOTE_PREFIX = "[dsched] "
+
+
+def log_path(root: Path, execution: TaskExecution) -> Path:
+    """The log file of an attempt under the log root ``root`` (numbers only: see the module)."""
+    day = execution.submit_time.astimezone(UTC).strftime("%Y%m%d")
+    return (
+        root
+        / day
+        / str(execution.workflow_code)
+        / str(execution.workflow_version)
+        / str(execution.workflow_instance_id)
+        / f"{execution.task_instance_id}.log"
+    )
+
+
+class TaskLog:
+    """The writable, followable log of one live attempt. ``open`` before appending; ``finish`` once.
+
+    ``size`` counts the bytes in the file; ``finished`` turns true after the last byte is written.
+    """
+
+    def __init__(self, path: Path, *, fd: int | None = None, size: int | None = None) -> None:
+        """``fd``: the file already open for appending (the log owns it from here); ``size``:
+        the file's size, if known (else it is looked up)."""
+        self.path = path
+        self.dropped_bytes = 0
+        self._file: int | None = fd
+        if size is None:
+            size = path.stat().st_size if path.exists() else 0
+        self._size = size
+        self._finished = False
+        self._line_open = False  # the last byte written was not a newline
+        self._changed = asyncio.Event()
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    def open(self) -> None:
+        """Opens the file for appending (idempotent); a failure is logged, not raised."""
+        if self._file is None and not self._finished:
+            try:
+                self._file = os.open(
+                    self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+                )
+            except OSError as exc:
+                log.error("cannot open task log %s: %s", self.path, exc)
+
+    def append(self, data: bytes) -> None:
+        """Appends ``data`` and wakes followers. Before :meth:`open` (a queued attempt's notes) the
+        file is opened for this one write; after :meth:`finish` nothing is written."""
+        if not data or self._finished:
+            return
+        fd = self._file
+        written = 0
+        try:
+            if fd is None:
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC)
+            while written < len(data):  # short writes happen on nearly full disks
+                written += os.write(fd, data[written:])
+        except OSError as exc:
+            if not self.dropped_bytes:
+                log.error("cannot write task log %s: %s", self.path, exc)
+            self.dropped_bytes += len(data) - written
+        finally:
+            if self._file is None and fd is not None:
+                os.close(fd)
+        self._size += written
+        if written:
+            self._line_open = data[written - 1 : written] != b"\n"
+        self._wake()
+
+    def note(self, text: str) -> None:
+        """Appends a line from the worker itself, marked so it stands out from task output."""
+        start = "\n" if self._line_open else ""  # after output that did not end its line
+        self.append(f"{start}{NOTE_PREFIX}{text}\n".encode())
+
+    def finish(self) -> None:
+        """Closes the file; followers see the end of the log. Idempotent."""
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._file)
+            self._file = None
+        if self.dropped_bytes:
+            log.warning("task log %s lost %d bytes", self.path, self.dropped_bytes)
+        self._finished = True
+        self._wake()
+
+    async def wait_beyond(self, offset: int, timeout: float) -> bool:
+        """Waits until the log grows past ``offset`` or finishes; False if ``timeout`` passed."""
+        changed = self._changed  # grab before checking, so an append in between is not missed
+        if self._size > offset or self._finished:
+            return True
+        try:
+            await asyncio.wait_for(changed.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+
+class LogStore:
+    """Creates attempt logs, keeps the live ones, resolves task instance ids through the index."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.root = data_dir / LOGS_DIR
+        self.index = self.root / INDEX_DIR
+        self._live: dict[int, TaskLog] = {}
+
+    def path_for(self, execution: TaskExecution) -> Path:
+        return log_path(self.root, execution)
+
+    def create(
+        self, execution: TaskExecution, header: list[str], *, keep_open: bool = False
+    ) -> TaskLog:
+        """Creates (or reopens) the attempt's file with ``header`` lines, links it into the index
+        and registers it as live. ``keep_open``: the attempt starts now, so the descriptor that
+        wrote the header stays open for its output (a queued attempt holds none until it
+        starts). Raises OSError if the file or the link cannot be made.
+
+        The hot path of a fan-out: the usual case is one ``open``, one ``write`` and one
+        ``symlink``; directories are made only when that fails for want of them."""
+        path = self.path_for(execution)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+        try:
+            fd = os.open(path, flags, 0o644)
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, flags, 0o644)
+        try:
+            data = "".join(f"{NOTE_PREFIX}{line}\n" for line in header).encode()
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            size = os.lseek(fd, 0, os.SEEK_END)
+            self._link(execution.task_instance_id, path)
+        except BaseException:
+            os.close(fd)
+            raise
+        if not keep_open:
+            os.close(fd)
+        task_log = TaskLog(path, fd=fd if keep_open else None, size=size)
+        self._live[execution.task_instance_id] = task_log
+        return task_log
+
+    def release(self, task_instance_id: int) -> None:
+        """Forgets a finished log; readers then find it complete through the index."""
+        self._live.pop(task_instance_id, None)
+
+    def live(self, task_instance_id: int) -> TaskLog | None:
+        return self._live.get(task_instance_id)
+
+    def open_for_read(self, task_instance_id: int) -> int | None:
+        """Returns a read-only descriptor of the attempt's log, or None if there is none."""
+        path = self.resolve(task_instance_id)
+        if path is None:
+            return None
+        try:
+            return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return None
+
+    def resolve(self, task_instance_id: int) -> Path | None:
+        """The real path of the attempt's log via the index, only if it lies inside the log root."""
+        live = self._live.get(task_instance_id)
+        if live is not None:
+            return live.path
+        link = self.index / f"{int(task_instance_id)}.log"
+        try:
+            target = os.readlink(link)
+        except OSError:
+            return None
+        real = Path(os.path.realpath(self.index / target))
+        root = Path(os.path.realpath(self.root))
+        if not real.is_relative_to(root) or real.is_relative_to(root / INDEX_DIR):
+            log.warning("log index entry %s points outside the log root: %s", link, target)
+            return None
+        return real
+
+    def _link(self, task_instance_id: int, path: Path) -> None:
+        # A relative link keeps the index valid if the data directory moves. A new link is made
+        # in place (a symlink appears whole); one that exists (the attempt's log made again) is
+        # replaced by write-then-rename, so readers never see it missing or half-made.
+        link = self.index / f"{task_instance_id}.log"
+        target = os.path.relpath(path, self.index)
+        try:
+            os.symlink(target, link)
+            return
+        except FileNotFoundError:
+            self.index.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileExistsError):
+                os.symlink(target, link)
+                return
+        except FileExistsError:
+            pass
+        tmp = self.index / f".{task_instance_id}.log.{os.getpid()}.tmp"
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        tmp.symlink_to(target)
+        tmp.replace(link)

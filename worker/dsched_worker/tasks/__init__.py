@@ -1,0 +1,54 @@
+"""The task types a worker runs, looked up by the kind of a :class:`TaskExecution`.
+
+One module per task type (``shell`` today). :func:`default_task_types` is the registry the app uses;
+tests and future task types add entries by constructing :class:`TaskTypes` with their own mapping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from dsched.spec import ShellSpec, TaskKind
+from dsched_worker.tasks.base import OutputSink, RunningTask, SpawnError, TaskExit, TaskType
+from dsched_worker.tasks.environment import DEFAULT_ALLOW
+from dsched_worker.tasks.shell import ShellTaskType
+
+__all__ = [
+    "OutputSink",
+    "RunningTask",
+    "SpawnError",
+    "TaskExit",
+    "TaskType",
+    "TaskTypes",
+    "default_task_types",
+]
+
+
+class TaskTypes:
+    """Maps a kind's record class (e.g. :class:`ShellSpec`) to the task type that runs it."""
+
+    def __init__(self, types: Mapping[type[TaskKind], TaskType]) -> None:
+        self._types = dict(types)
+
+    def for_kind(self, kind: TaskKind) -> TaskType:
+        """Raises :class:`SpawnError` for a kind this worker cannot run."""
+        try:
+            return self._types[type(kind)]
+        except KeyError:
+            raise SpawnError(
+                f"this worker cannot run tasks of kind {type(kind).__name__}"
+            ) from None
+
+
+def default_task_types(
+    *,
+    exec_root: Path,
+    base_env: Mapping[str, str],
+    bash: str,
+    env_allow: Iterable[str] = DEFAULT_ALLOW,
+) -> TaskTypes:
+    """Every task type this worker supports, working under ``exec_root``; tasks inherit the
+    variables of ``base_env`` that ``env_allow`` names."""
+    shell = ShellTaskType(exec_root=exec_root, base_env=base_env, bash=bash, env_allow=env_allow)
+    return TaskTypes({ShellSpec: shell})

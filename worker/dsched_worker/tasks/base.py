@@ -1,0 +1,56 @@
+"""What a task type is: something that starts an attempt and hands back a running task to supervise.
+
+The runner owns the attempt's life cycle (slots, events, timeout, kill requests, the log); a task
+type only knows how to start its kind of work, where its output goes, and how to stop it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from dsched_server.protocol.execution import TaskExecution
+
+
+class SpawnError(Exception):
+    """The task could not be started (the attempt ends FAILED with this message)."""
+
+
+class OutputSink(Protocol):
+    """Where a task's output goes (the attempt's log)."""
+
+    def append(self, data: bytes) -> None: ...
+
+    def note(self, text: str) -> None:
+        """Adds a line from the worker itself (marked as such) to the log."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskExit:
+    """How a task ended: ``returncode`` as Python reports it (negative: killed by that signal)."""
+
+    returncode: int
+    out_params: Mapping[str, str] = field(default_factory=dict)
+
+
+class RunningTask(Protocol):
+    """A started task. ``wait`` returns once it and everything it started are gone."""
+
+    @property
+    def pid(self) -> int:
+        """The process id of its main process (0 if it has none)."""
+        ...
+
+    async def wait(self) -> TaskExit: ...
+
+    async def kill(self, grace: float) -> None:
+        """Asks it to stop, then forces it after ``grace`` seconds. ``wait`` reports the end."""
+        ...
+
+
+class TaskType(Protocol):
+    async def start(self, execution: TaskExecution, output: OutputSink) -> RunningTask:
+        """Starts the attempt; raises :class:`SpawnError` if it cannot."""
+        ...
