@@ -30,6 +30,7 @@ from dsched_server.coord.registry import (
     ChildrenListener,
     ConnectionState,
     StateListener,
+    call_state_listener,
     check_name,
     split_path,
 )
@@ -175,14 +176,7 @@ class EmbeddedRegistry:
     def _set_state(self, state: ConnectionState) -> None:
         self._state = state
         for listener in self._listeners:
-            self._schedule(self._call_listener, listener, state)
-
-    @staticmethod
-    def _call_listener(listener: StateListener, state: ConnectionState) -> None:
-        try:
-            listener(state)
-        except Exception:
-            _log.exception("registry state listener failed")
+            self._schedule(call_state_listener, listener, state)
 
     def _connect(self, session: Session) -> None:
         self._session = session

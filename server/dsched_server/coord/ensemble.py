@@ -160,6 +160,12 @@ class EmbeddedEnsemble:
         """Reconnects ``client``: CONNECTED if its session survived, else LOST then CONNECTED."""
         client._on_resume()
 
+    def contenders(self, key: str) -> int:
+        """How many sessions hold or wait for the lock or election ``key`` (its registry path,
+        e.g. ``/locks/failover``): lets a test know that a remote waiter has queued."""
+        queue = self._locks.get(key)
+        return 0 if queue is None else len(queue.waiting) + (queue.holder is not None)
+
     # -- the server side of the client calls ------------------------------------------------------
 
     def _attach(self, client: Client) -> None:

@@ -21,6 +21,7 @@ invoked on the event loop that called ``start``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from enum import StrEnum
@@ -37,6 +38,17 @@ class ConnectionState(StrEnum):
 
 StateListener = Callable[[ConnectionState], None]
 ChildrenListener = Callable[[Mapping[str, bytes]], None]
+
+_log = logging.getLogger(__name__)
+
+
+def call_state_listener(listener: StateListener, state: ConnectionState) -> None:
+    """Calls ``listener``; an error in it is logged, and harms neither the client nor the other
+    listeners."""
+    try:
+        listener(state)
+    except Exception:
+        _log.exception("registry state listener failed")
 
 
 def split_path(path: str) -> list[str]:

@@ -30,7 +30,7 @@ from kazoo.protocol.states import KazooState
 
 from dsched.errors import FailedPrecondition, PermissionDenied, Unavailable
 from dsched_server.coord.kazoo_bridge import LoopBridge
-from dsched_server.coord.registry import ConnectionState, StateListener
+from dsched_server.coord.registry import ConnectionState, StateListener, call_state_listener
 
 _log = logging.getLogger(__name__)
 
@@ -275,18 +275,11 @@ class ZooKeeperConnection:
         assert self._bridge is not None
         for listener in self._listeners:
             # Scheduled, not called: a listener must not re-enter the registry mid-change.
-            self._bridge.loop.call_soon(_call_listener, listener, state)
+            self._bridge.loop.call_soon(call_state_listener, listener, state)
 
     async def _wait_connected(self) -> None:
         while self.state is not ConnectionState.CONNECTED:
             await self._changed.wait()
-
-
-def _call_listener(listener: StateListener, state: ConnectionState) -> None:
-    try:
-        listener(state)
-    except Exception:
-        _log.exception("registry state listener failed")
 
 
 def _close_client(client: Any) -> None:

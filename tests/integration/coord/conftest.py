@@ -5,12 +5,14 @@
   never see each other's nodes.
 - ``zookeeper_factory``: ``zookeeper_factory()`` starts a private server that the test may kill,
   restart or pause; every server it started is closed (its JVM killed) after the test.
-- ``backend`` / ``clients``: the contract tests run twice, on the embedded registry and on
-  ZooKeeper (the shared server, a fresh chroot); ``clients`` are three started clients of it.
+- ``backend`` / ``clients``: the contract tests run three times, on the embedded registry, on
+  ZooKeeper (the shared server, a fresh chroot) and on the embedded registry over gRPC (a
+  ``RegistryService`` on 127.0.0.1:0); ``clients`` are three started clients of it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -19,7 +21,13 @@ import pytest
 
 from dsched_server.coord.embedded import EmbeddedEnsemble
 from dsched_server.coord.registry import Registry
-from tests.integration.coord.support import Backend, EmbeddedBackend, ZooKeeperBackend
+from dsched_server.coord.registry_servicer import RegistryServer
+from tests.integration.coord.support import (
+    Backend,
+    EmbeddedBackend,
+    GrpcBackend,
+    ZooKeeperBackend,
+)
 from tests.zk import ZooKeeperServer
 
 ZooKeeperFactory = Callable[..., ZooKeeperServer]
@@ -52,12 +60,29 @@ def chroot() -> str:
     return f"/t-{secrets.token_hex(6)}"
 
 
-@pytest.fixture(params=["embedded", "zookeeper"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path, chroot: str) -> Backend:
+@pytest.fixture(params=["embedded", "zookeeper", "grpc"])
+async def backend(
+    request: pytest.FixtureRequest, tmp_path: Path, chroot: str
+) -> AsyncIterator[Backend]:
     if request.param == "embedded":
-        return EmbeddedBackend(EmbeddedEnsemble(tmp_path / "registry"))
-    # Asked for here, not in the signature, so that embedded-only runs start no JVM.
-    return ZooKeeperBackend(request.getfixturevalue("zookeeper"), chroot)
+        yield EmbeddedBackend(EmbeddedEnsemble(tmp_path / "registry"))
+    elif request.param == "grpc":
+        async with registry_service(EmbeddedEnsemble(tmp_path / "registry")) as served:
+            yield served
+    else:
+        # Asked for here, not in the signature, so that embedded-only runs start no JVM.
+        yield ZooKeeperBackend(request.getfixturevalue("zookeeper"), chroot)
+
+
+@contextlib.asynccontextmanager
+async def registry_service(ensemble: EmbeddedEnsemble) -> AsyncIterator[GrpcBackend]:
+    """``RegistryService`` on ``ensemble``, served on 127.0.0.1:0 while the block runs."""
+    server = RegistryServer(ensemble)
+    await server.start()
+    try:
+        yield GrpcBackend(ensemble, server.servicer, server.address)
+    finally:
+        await server.stop()
 
 
 @pytest.fixture

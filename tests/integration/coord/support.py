@@ -1,10 +1,12 @@
-"""Helpers for the registry tests: a listener recorder and the two registries behind one face.
+"""Helpers for the registry tests: a listener recorder and the three registries behind one face.
 
-:class:`Backend` hides what differs between the embedded registry and ZooKeeper in the contract
-tests: how clients are made, how a session is expired (the embedded ensemble's hook, or a second
-ZooKeeper client closing the session), and how a test knows that a lock or election waiter has
-queued (the embedded queue is filled in the same turn of the loop; on ZooKeeper, a watch on the
-queue's node shows it).
+:class:`Backend` hides what differs between the embedded registry, ZooKeeper and the embedded
+registry reached over gRPC (``RegistryService``, a standalone's worker process) in the contract
+tests: how clients are made, how a session is expired (the embedded ensemble's hook, a second
+ZooKeeper client closing the session, the service ending the stream's session), and how a test
+knows that a lock or election waiter has queued (the embedded queue is filled in the same turn of
+the loop; on ZooKeeper, a watch on the queue's node shows it; over gRPC, the ensemble's queue is
+read until the waiter's request has arrived).
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from collections.abc import Mapping
 from typing import cast
 
 from dsched_server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
+from dsched_server.coord.grpc_registry import GrpcRegistry
 from dsched_server.coord.registry import Registry
+from dsched_server.coord.registry_servicer import RegistryServicer
 from dsched_server.coord.zk_queue import contenders
 from dsched_server.coord.zookeeper import ZooKeeperRegistry
 from tests.zk import ZooKeeperServer
@@ -125,3 +129,30 @@ class ZooKeeperBackend(Backend):
             await asyncio.wait_for(arrived.wait(), WAIT)
         finally:
             cancel()
+
+
+class GrpcBackend(Backend):
+    """Clients in this process, sessions on an ensemble behind a real ``RegistryService`` on
+    127.0.0.1 (the server side is in this process too; the stream between them is real gRPC)."""
+
+    name = "grpc"
+    quiet = 0.3  # answers cross a loopback socket
+
+    def __init__(self, ensemble: EmbeddedEnsemble, servicer: RegistryServicer, address: str):
+        self.ensemble = ensemble
+        self.servicer = servicer
+        self.address = address
+
+    def client(self) -> Registry:
+        return GrpcRegistry(self.address, session_timeout=SESSION_TIMEOUT)
+
+    async def expire(self, client: Registry) -> None:
+        await self.servicer.expire(cast(GrpcRegistry, client).session_id)
+
+    async def queued(self, observer: Registry, path: str, count: int) -> None:
+        # The waiter's request crosses the socket: read the ensemble's queue until it is there.
+        async def arrived() -> None:
+            while self.ensemble.contenders(path) < count:
+                await asyncio.sleep(0.005)
+
+        await asyncio.wait_for(arrived(), WAIT)
