@@ -4,6 +4,7 @@ the component and cancelled and awaited when it stops (ARCHITECTURE.md §8.6).""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 
 class Background:
@@ -22,4 +23,33 @@ class Background:
             await asyncio.gather(self._task, return_exceptions=True)
 
     async def _run(self) -> None:
+        raise NotImplementedError
+
+
+class Woken(Background):
+    """A :class:`Background` whose loop makes a pass (:meth:`_pass`) each time :meth:`wake` is
+    called, and ``every`` seconds without one (a fallback for a wake-up lost or never sent), when
+    ``enabled()``. Wake-ups that come during a pass make one more pass, not one each."""
+
+    def __init__(self, name: str, *, every: float, enabled: Callable[[], bool]) -> None:
+        super().__init__(name)
+        self._every = every
+        self._enabled = enabled
+        self._wake = asyncio.Event()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                async with asyncio.timeout(self._every):
+                    await self._wake.wait()
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            if self._enabled():
+                await self._pass()
+
+    async def _pass(self) -> object:
         raise NotImplementedError

@@ -396,7 +396,7 @@ class Master:
         if available:
             self.notifier.notify_commands()
             if self.reloads is not None:
-                self.reloads.sweep_now()
+                self.reloads.wake()  # the database is back: sweep at once
 
     def _slot(self) -> tuple[int, int]:
         if self.address in self._masters:

@@ -25,6 +25,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from dsched.options import FailureStrategy
 from dsched.states import TaskState, WorkflowState
@@ -97,16 +98,27 @@ class Finish:
 Action = Create | Redispatch | Adopt | ScheduleRetry | Kill | Cancel | Finish
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AttemptView:
-    """What the execution needs to know of an existing attempt when it is restored."""
+class AttemptView(Protocol):
+    """What the execution needs to know of a stored attempt when it is restored: the store's
+    :class:`~dsched_server.core.records.TaskInstanceRecord` is one, read as it is."""
 
-    task_instance_id: int
-    task: str
-    attempt: int
-    retry_times: int
-    state: TaskState
-    end_time: datetime | None = None
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def task_name(self) -> str: ...
+
+    @property
+    def attempt(self) -> int: ...
+
+    @property
+    def retry_times(self) -> int: ...
+
+    @property
+    def state(self) -> TaskState: ...
+
+    @property
+    def end_time(self) -> datetime | None: ...
 
 
 @dataclass(slots=True)
@@ -155,9 +167,9 @@ class Execution:
             name: _Task(name, last_attempt=last_attempts.get(name, 0)) for name in dag.order
         }
         for view in sorted(attempts, key=lambda v: v.attempt):
-            slot = ex._tasks[view.task]
+            slot = ex._tasks[view.task_name]
             slot.ti_id, slot.state, slot.retry_times = (
-                view.task_instance_id,
+                view.id,
                 view.state,
                 view.retry_times,
             )

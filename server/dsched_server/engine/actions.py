@@ -23,7 +23,7 @@ from dsched_server.core import execution as ex
 from dsched_server.core.params import idempotency_key, resolve_params
 from dsched_server.engine.effects import Effects
 from dsched_server.engine.jobs import DispatchJob
-from dsched_server.engine.messages import DelayDue, DispatchDue, RetryDue, TimeoutWarning
+from dsched_server.engine.messages import AttemptCheck, Check, RetryDue
 from dsched_server.engine.run_state import RunState, Track
 from dsched_server.protocol.execution import TaskExecution
 from dsched_server.store.batch import BatchWrites
@@ -122,7 +122,7 @@ class Decider:
         if cancel:
             return list(cancel)
         if create.delay:
-            self.fx.timer(create.delay.total_seconds(), DelayDue(ti_id))
+            self.fx.timer(create.delay.total_seconds(), AttemptCheck(Check.DELAY, ti_id))
         else:
             self.dispatch(track)
         return []
@@ -171,7 +171,7 @@ class Decider:
         self.fx.dispatch(self._job(track))
         limit = self.dispatch_timeout()
         if limit > 0:
-            self.fx.timer(limit, DispatchDue(track.ti_id))
+            self.fx.timer(limit, AttemptCheck(Check.DISPATCH, track.ti_id))
 
     def dispatch_timeout(self) -> float:
         """Seconds a ready attempt may wait for a worker (0: no limit): the run's, else the
@@ -225,7 +225,9 @@ class Decider:
             TimeoutStrategy.WARN,
             TimeoutStrategy.WARN_FAIL,
         ):
-            self.fx.timer(task.timeout.total_seconds(), TimeoutWarning(track.ti_id))
+            self.fx.timer(
+                task.timeout.total_seconds(), AttemptCheck(Check.TIMEOUT_WARNING, track.ti_id)
+            )
 
     # ------------------------------------------------------------------------- writes
 

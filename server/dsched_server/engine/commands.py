@@ -26,7 +26,7 @@ from dsched.options import CommandType
 from dsched.states import InstanceEventKind, TaskState, WorkflowState
 from dsched_server.background import Background
 from dsched_server.core.dag import Dag
-from dsched_server.core.execution import AttemptView, Execution
+from dsched_server.core.execution import Execution
 from dsched_server.core.records import (
     CommandRecord,
     InstanceRecord,
@@ -182,7 +182,7 @@ class CommandConsumer(Background):
             dag,
             dag.scope(scope.start_tasks, scope.depend_type),
             instance.options.failure_strategy,
-            [_view(a) for a in attempts],
+            attempts,
             last,
             phase=instance.state,
         )
@@ -240,14 +240,3 @@ def _superseded(
         covered = dag.scope(scope.start_tasks, scope.depend_type)
         return [a for a in attempts if a.task_name in covered]
     return []
-
-
-def _view(a: TaskInstanceRecord) -> AttemptView:
-    return AttemptView(
-        task_instance_id=a.id,
-        task=a.task_name,
-        attempt=a.attempt,
-        retry_times=a.retry_times,
-        state=a.state,
-        end_time=a.end_time,
-    )

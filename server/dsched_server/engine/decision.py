@@ -22,14 +22,11 @@ from dsched_server.engine.actions import Decider, Plan
 from dsched_server.engine.dispatcher import DISPATCH_TIMEOUT_S
 from dsched_server.engine.messages import (
     ApplyControls,
-    DelayDue,
-    DispatchDue,
+    AttemptCheck,
+    Check,
     Dispatched,
-    KillUnanswered,
     Message,
     RetryDue,
-    TakeOverResult,
-    TimeoutWarning,
     Waiting,
     WorkerEvent,
     WorkerGone,
@@ -82,24 +79,30 @@ class _Messages(Decider):
             self._on_dispatched(msg)
         elif isinstance(msg, RetryDue):
             self.apply(st.execution.retry_due(msg.task))
-        elif isinstance(msg, DelayDue):
-            self._on_delay_due(msg.task_instance_id)
-        elif isinstance(msg, TimeoutWarning):
-            self._on_timeout_warning(msg.task_instance_id)
-        elif isinstance(msg, TakeOverResult):
-            self._on_take_over(msg)
-        elif isinstance(msg, KillUnanswered):
-            self._on_kill_unanswered(msg.task_instance_id)
+        elif isinstance(msg, AttemptCheck):
+            self._on_check(msg)
         elif isinstance(msg, WorkerGone):
             self._on_worker_gone(msg)
         elif isinstance(msg, Waiting):
             self._on_waiting(msg)
-        elif isinstance(msg, DispatchDue):
-            self._on_dispatch_due(msg.task_instance_id)
         elif isinstance(msg, ApplyControls):
             control_apply.on_apply(self, msg, controls)
         else:
             control_apply.on_control(self, msg, controls)
+
+    def _on_check(self, msg: AttemptCheck) -> None:
+        ti_id = msg.task_instance_id
+        match msg.check:
+            case Check.DELAY:
+                self._on_delay_due(ti_id)
+            case Check.DISPATCH:
+                self._on_dispatch_due(ti_id)
+            case Check.TIMEOUT_WARNING:
+                self._on_timeout_warning(ti_id)
+            case Check.KILL_UNANSWERED:
+                self._on_kill_unanswered(ti_id)
+            case Check.NOT_ON_WORKER:
+                self._on_not_on_worker(ti_id)
 
     def _on_worker_event(self, msg: WorkerEvent) -> None:
         event = msg.event
@@ -227,9 +230,9 @@ class _Messages(Decider):
                 )
             )
 
-    def _on_take_over(self, msg: TakeOverResult) -> None:
-        track = self.st.tracks.get(msg.task_instance_id)
-        if msg.found or track is None or track.state.terminal:
+    def _on_not_on_worker(self, ti_id: int) -> None:
+        track = self.st.tracks.get(ti_id)
+        if track is None or track.state.terminal:
             return
         self._fail_over(track, "its worker no longer has it")
 
@@ -247,7 +250,7 @@ class _Messages(Decider):
             return  # a worker took it (or it was superseded) in time
         if track.job.sent:
             # A send is under way and may be accepted: look again once its outcome is known.
-            self.fx.timer(DISPATCH_TIMEOUT_S, DispatchDue(ti_id))
+            self.fx.timer(DISPATCH_TIMEOUT_S, AttemptCheck(Check.DISPATCH, ti_id))
             return
         track.job.cancelled = True
         waited = track.job.waiting_reason.removeprefix("waiting for a worker: ")

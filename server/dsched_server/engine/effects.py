@@ -16,14 +16,7 @@ from typing import Any, Protocol
 
 from dsched_server.core.records import InstanceRecord
 from dsched_server.engine.jobs import DispatchJob
-from dsched_server.engine.messages import (
-    DelayDue,
-    DispatchDue,
-    KillUnanswered,
-    Message,
-    TimeoutWarning,
-    WorkerEvent,
-)
+from dsched_server.engine.messages import AttemptCheck, Message, WorkerEvent
 from dsched_server.protocol.ack import Ack
 
 
@@ -98,10 +91,7 @@ class Effects:
         self.timers = [(delay, _bound(message, ids)) for delay, message in self.timers]
 
 
-_BY_ATTEMPT = (DelayDue, DispatchDue, TimeoutWarning, KillUnanswered)
-
-
 def _bound(message: Message, ids: Mapping[int, int]) -> Message:
-    if isinstance(message, _BY_ATTEMPT) and message.task_instance_id in ids:
+    if isinstance(message, AttemptCheck) and message.task_instance_id in ids:
         return replace(message, task_instance_id=ids[message.task_instance_id])
     return message

@@ -18,7 +18,7 @@ from dsched.backoff import Backoff
 from dsched_server.constants import KILL_GRACE_S
 from dsched_server.core.records import InstanceRecord
 from dsched_server.engine.effects import Effects, Mailbox
-from dsched_server.engine.messages import KillUnanswered, TakeOverResult
+from dsched_server.engine.messages import AttemptCheck, Check
 from dsched_server.engine.services import EngineServices
 from dsched_server.engine.worker_client import WorkerCallError
 from dsched_server.engine.workers import WorkerRef
@@ -78,7 +78,7 @@ class EffectExecutor:
             )
             found = await _until_answered(runner, "kill", ti_id, target, alive, kill)
         if not found:
-            runner.schedule(KILL_GRACE_S, KillUnanswered(ti_id))
+            runner.schedule(KILL_GRACE_S, AttemptCheck(Check.KILL_UNANSWERED, ti_id))
 
     async def _take_over(
         self, runner: Mailbox, ti_id: int, attempt: int, host: str, worker_epoch: int
@@ -102,7 +102,8 @@ class EffectExecutor:
                 self.s.worker_client.take_over, host, order, timeout=WORKER_CALL_TIMEOUT_S
             )
             found = await _until_answered(runner, "take-over", ti_id, host, alive, take_over)
-        runner.post(TakeOverResult(ti_id, bool(found)))
+        if not found:
+            runner.post(AttemptCheck(Check.NOT_ON_WORKER, ti_id))
 
     async def _incarnation(self, host: str, epoch: int) -> WorkerRef | None:
         """The worker incarnation ``(host, epoch)`` if it is registered (after the failover delay

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from dsched.backoff import Backoff
 from dsched.errors import Aborted, DschedError, Unavailable
 from dsched.states import InstanceEventKind, WorkflowState
+from dsched_server.background import Woken
 from dsched_server.constants import MASTERS_PATH
 from dsched_server.coord.registry import Registry
 from dsched_server.core.transitions import OWNED_STATES
@@ -121,7 +122,7 @@ class _Missing:
     timer: asyncio.TimerHandle
 
 
-class Failover:
+class Failover(Woken):
     """Watches the registry and runs master and worker failover for one master incarnation.
 
     The master feeds it the master nodes it watches anyway (:meth:`on_masters`); worker
@@ -139,40 +140,34 @@ class Failover:
         delay: float,
         enabled: Callable[[], bool],
     ) -> None:
+        super().__init__("failover", every=FALLBACK_CHECK_S, enabled=enabled)
         self.s = services
         self._registry = registry
         self._runners = runners
         self._delay = delay
-        self._enabled = enabled
         self._masters: set[int] | None = None
         self._workers: dict[str, int] | None = None  # address -> epoch of the live workers
         # Worker incarnations gone from the registry, not known dead yet, by address.
         self._missing: dict[str, _Missing] = {}
-        self._due = asyncio.Event()
         self._retry: asyncio.TimerHandle | None = None
         self._probes: set[asyncio.Task[None]] = set()
-        self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         """Checks for orphans now, then whenever membership changes."""
         self._workers = dict(self.s.workers.live)
         self.s.workers.subscribe(self._on_workers)
-        self._due.set()
-        self._task = asyncio.create_task(self._run(), name="failover")
+        self.wake()
+        await super().start()
 
     async def stop(self) -> None:
         for handle in [*(m.timer for m in self._missing.values()), self._retry]:
             if handle is not None:
                 handle.cancel()
         self._missing.clear()
-        tasks = [*self._probes, *([self._task] if self._task is not None else [])]
-        for task in tasks:
+        await super().stop()
+        for task in self._probes:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-    def check_soon(self) -> None:
-        """Asks for a master check now."""
-        self._due.set()
+        await asyncio.gather(*self._probes, return_exceptions=True)
 
     def on_masters(self, children: Mapping[str, bytes]) -> None:
         """Takes every snapshot of the master nodes."""
@@ -182,7 +177,7 @@ class Failover:
         if self._masters is not None and self._masters - live:
             gone = sorted(self._masters - live)
             log.info("master epoch(s) %s left the registry; taking over their instances", gone)
-            self.check_soon()
+            self.wake()
         self._masters = live
 
     def _on_workers(self) -> None:
@@ -236,18 +231,8 @@ class Failover:
         log.warning("worker %s (epoch %s or older) %s: failing its tasks over", address, epoch, why)
         self._runners.broadcast(WorkerGone(address, epoch, why))
 
-    async def _run(self) -> None:
-        while True:
-            try:
-                async with asyncio.timeout(FALLBACK_CHECK_S):
-                    await self._due.wait()
-            except TimeoutError:
-                pass
-            self._due.clear()
-            if self._enabled():
-                await self._check_masters()
-
-    async def _check_masters(self) -> None:
+    async def _pass(self) -> None:
+        """A master check: recovers the dead masters' instances (retried while enabled)."""
         for delay in _RETRY.delays():
             try:
                 async with self._registry.lock(FAILOVER_LOCK):
@@ -255,7 +240,7 @@ class Failover:
                     if live is None:
                         log.warning("a master node is unreadable; failover check postponed")
                         loop = asyncio.get_running_loop()
-                        self._retry = loop.call_later(UNREADABLE_RETRY_S, self._due.set)
+                        self._retry = loop.call_later(UNREADABLE_RETRY_S, self.wake)
                         return
                     await recover_orphans(self.s, live | {self.s.epoch})
                 # The masters that lost the race for the lock find nothing to do here, but wake

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from enum import Enum
 
 from dsched_server.core.controls import ControlKind
 from dsched_server.core.records import InstanceRecord
@@ -32,41 +33,36 @@ class Dispatched:
 
 
 @dataclass(frozen=True, slots=True)
-class RetryDue:
-    task: str
-
-
-@dataclass(frozen=True, slots=True)
-class DelayDue:
-    task_instance_id: int
-
-
-@dataclass(frozen=True, slots=True)
-class DispatchDue:
-    """The dispatch timeout of an attempt passed: if no worker accepted it yet, it fails."""
-
-    task_instance_id: int
-
-
-@dataclass(frozen=True, slots=True)
-class TimeoutWarning:
-    task_instance_id: int
-
-
-@dataclass(frozen=True, slots=True)
-class TakeOverResult:
-    """Whether the worker that held an adopted attempt still has it."""
-
-    task_instance_id: int
-    found: bool
-
-
-@dataclass(frozen=True, slots=True)
 class Waiting:
     """The dispatcher holds an attempt back: no worker of its group can take it now."""
 
     task_instance_id: int
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RetryDue:
+    task: str
+
+
+class Check(Enum):
+    """Why the runner looks at one of its attempts again."""
+
+    DELAY = "delay"  # its delayed start is due
+    DISPATCH = "dispatch"  # its dispatch timeout: if no worker accepted it yet, it fails
+    TIMEOUT_WARNING = "timeout warning"  # it runs longer than its task's timeout
+    KILL_UNANSWERED = "kill unanswered"  # a kill found no such attempt (looked at after a grace)
+    NOT_ON_WORKER = "not on worker"  # the worker that held an adopted attempt no longer has it
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptCheck:
+    """One attempt to look at again: a timer the runner set came due, or a worker's answer says
+    so. One type for all of them, so that binding a batch's provisional attempt ids to the
+    committed ones (``effects.py``) covers every timer."""
+
+    check: Check
+    task_instance_id: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,13 +74,6 @@ class WorkerGone:
     address: str
     epoch: int
     why: str = "is gone"
-
-
-@dataclass(frozen=True, slots=True)
-class KillUnanswered:
-    """A kill found no such attempt on its worker (checked again after a grace period)."""
-
-    task_instance_id: int
 
 
 @dataclass(slots=True)
@@ -111,13 +100,9 @@ Message = (
     WorkerEvent
     | Dispatched
     | RetryDue
-    | DelayDue
-    | TimeoutWarning
-    | TakeOverResult
-    | KillUnanswered
+    | AttemptCheck
     | WorkerGone
     | Waiting
-    | DispatchDue
     | Control
     | ApplyControls
 )

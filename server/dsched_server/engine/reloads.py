@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from dsched.backoff import Backoff
 from dsched.errors import NotFound, Unavailable
+from dsched_server.background import Woken
 from dsched_server.core.transitions import OWNED_STATES
 from dsched_server.engine.runner import InstanceRunner
 from dsched_server.engine.runners import Runners
@@ -42,7 +43,7 @@ _RETRY = Backoff(initial=0.2, maximum=5.0)
 Build = Callable[[Conn, int], Awaitable[InstanceRunner]]
 
 
-class Reloads:
+class Reloads(Woken):
     """Reloads (with retry) and the sweep of one master. ``build`` restores a runner from the
     store; ``enabled`` says whether the master may drive instances now (registered, connected)."""
 
@@ -55,23 +56,18 @@ class Reloads:
         interval: float = DEFAULT_SWEEP_INTERVAL_S,
         enabled: Callable[[], bool] = lambda: True,
     ) -> None:
+        super().__init__("instance-sweep", every=interval, enabled=enabled)
         self.s = services
         self._runners = runners
         self._build = build
-        self._interval = interval
-        self._enabled = enabled
         self._pending: dict[int, asyncio.Task[None]] = {}
         self._pins: dict[int, dict[int, str]] = {}
-        self._wake = asyncio.Event()
-        self._sweeper: asyncio.Task[None] | None = None
         self.reloaded = 0  # runners restored by a reload (observability and tests)
         self.swept = 0  # instances the sweep found undriven
 
-    async def start(self) -> None:
-        self._sweeper = asyncio.create_task(self._sweep_loop(), name="instance-sweep")
-
     async def stop(self) -> None:
-        tasks = [t for t in [self._sweeper, *self._pending.values()] if t is not None]
+        await super().stop()
+        tasks = list(self._pending.values())
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -96,10 +92,6 @@ class Reloads:
             task = asyncio.create_task(self._reload(instance_id), name=f"reload-{instance_id}")
             self._pending[instance_id] = task
             task.add_done_callback(lambda t: self._done(instance_id, t))
-
-    def sweep_now(self) -> None:
-        """Runs the sweep at once (the database is back)."""
-        self._wake.set()
 
     def _done(self, instance_id: int, task: asyncio.Task[None]) -> None:
         if self._pending.get(instance_id) is task:
@@ -142,21 +134,13 @@ class Reloads:
         except NotFound:
             return
         if self._runners.get(instance_id) is None and self.s.epoch == epoch:
-            runner.pins.update(self._pins.get(instance_id, {}))
+            runner.state.pins.update(self._pins.get(instance_id, {}))
             self._runners.add(runner)
             self.reloaded += 1
             log.info("instance %s reloaded from the store", instance_id)
 
-    async def _sweep_loop(self) -> None:
-        while True:
-            try:
-                async with asyncio.timeout(self._interval):
-                    await self._wake.wait()
-            except TimeoutError:
-                pass
-            self._wake.clear()
-            if self._enabled():
-                await self.sweep()
+    async def _pass(self) -> int:
+        return await self.sweep()
 
     async def sweep(self) -> int:
         """Reloads the owned instances nothing drives; returns how many it found."""

@@ -35,7 +35,7 @@ from dsched_server.engine.messages import (
     Message,
     WorkerEvent,
 )
-from dsched_server.engine.run_state import RunState, Track
+from dsched_server.engine.run_state import RunState
 from dsched_server.engine.services import EngineServices
 from dsched_server.protocol.ack import Ack, AckDecision
 from dsched_server.store import batch as batch_store
@@ -77,14 +77,6 @@ class InstanceRunner:
     @property
     def instance(self) -> InstanceRecord:
         return self.state.instance
-
-    @property
-    def pins(self) -> dict[int, str]:
-        return self.state.pins
-
-    @property
-    def tracks(self) -> dict[int, Track]:
-        return self.state.tracks
 
     def post(self, message: Message) -> None:
         self._queue.put_nowait(message)

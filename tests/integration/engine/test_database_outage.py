@@ -170,7 +170,7 @@ async def test_a_runner_whose_write_failed_is_reloaded_when_the_database_is_back
 
         runner = master.runners.get(instance_id)
         assert runner is not None
-        a = next(t.ti_id for t in runner.tracks.values() if t.task == "a")
+        a = next(t.ti_id for t in runner.state.tracks.values() if t.task == "a")
 
         proxy.cut()
         tail = asyncio.create_task(follow_log(c, a))  # opened during the outage
@@ -232,7 +232,7 @@ async def test_a_reloaded_attempt_goes_back_to_the_worker_it_was_sent_to(
             instance_id = await two_task_run(c, ledger, gate)
             runner = c.master.runners.get(instance_id)
             assert runner is not None
-            track = next(t for t in runner.tracks.values() if t.task == "a")
+            track = next(t for t in runner.state.tracks.values() if t.task == "a")
             assert track.job is not None and track.job.sent
             ti_id, sent_to = track.ti_id, track.job.target
             # The runner sent a to a worker but its record of that was lost (the write failed):

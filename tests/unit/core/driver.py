@@ -36,7 +36,6 @@ from dsched_server.core.dag import Dag
 from dsched_server.core.execution import (
     Action,
     Adopt,
-    AttemptView,
     Cancel,
     Create,
     Execution,
@@ -66,15 +65,9 @@ class Attempt:
     end_time: datetime | None = None
     valid: bool = True
 
-    def view(self) -> AttemptView:
-        return AttemptView(
-            task_instance_id=self.id,
-            task=self.task,
-            attempt=self.attempt,
-            retry_times=self.retry_times,
-            state=self.state,
-            end_time=self.end_time,
-        )
+    @property
+    def task_name(self) -> str:  # as the store's record names it (core.execution.AttemptView)
+        return self.task
 
 
 class Driver:
@@ -122,7 +115,7 @@ class Driver:
         start: bool = True,
     ) -> Driver:
         """A new Execution (another master, or a resume) built from this driver's store."""
-        views = [self.store[i].view() for i in self.current.values()]
+        views = [self.store[i] for i in self.current.values()]
         last: dict[str, int] = {}
         for a in self.store.values():
             last[a.task] = max(last.get(a.task, 0), a.attempt)

@@ -43,7 +43,7 @@ def restore(
     for a in store:
         last_attempts[a.task] = max(last_attempts.get(a.task, 0), a.attempt)
     last_attempts.update(last or {})
-    views = [a.view() for a in store if a.valid]
+    views = [a for a in store if a.valid]
     scope = dag.scope([], TaskDependType.TASK_POST)
     ex = Execution.restore(dag, scope, strategy, views, last_attempts, phase=phase)
     d = Driver(ex, now=T0, store=store)
