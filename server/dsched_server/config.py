@@ -38,7 +38,9 @@ from dsched_server.config_values import (
     EMBEDDED_REGISTRY,
     HOST_SELECTORS,
     LOG_LEVELS,
+    REGISTRY_SERVICE_SCHEME,
     HostSelector,
+    WorkerMode,
     check,
     convert,
     normalize_db_url,
@@ -110,6 +112,7 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = DEFAULT_MASTER_PORT
     worker_port: int = 0
+    worker_mode: WorkerMode = "in-process"
     cluster_host: str = ""
     cluster_port: int = DEFAULT_CLUSTER_PORT
     master_capacity: int = DEFAULT_MASTER_CAPACITY
@@ -168,10 +171,19 @@ class Settings:
         return self.registry == EMBEDDED_REGISTRY
 
     @property
+    def registry_service(self) -> str | None:
+        """``host:port`` of a standalone's ``RegistryService`` when the registry is one
+        (``grpc://host:port``: the worker process of a standalone), else None."""
+        if self.registry.startswith(REGISTRY_SERVICE_SCHEME):
+            return self.registry.removeprefix(REGISTRY_SERVICE_SCHEME)
+        return None
+
+    @property
     def zookeeper(self) -> tuple[str, str]:
         """``(hosts, chroot)`` of a ZooKeeper registry, e.g. ``("zk1:2181,zk2:2181", "/dsched")``;
-        the chroot is "" when there is none. Raises ValueError for the embedded registry."""
-        if self.embedded_registry:
+        the chroot is "" when there is none. Raises ValueError for the embedded registry and a
+        registry service."""
+        if self.embedded_registry or self.registry_service is not None:
             raise ValueError("the embedded registry has no ZooKeeper hosts")
         return parse_registry(self.registry)
 
@@ -211,6 +223,13 @@ _OPTIONS = (
     _Option("port", int, "--port", help="gRPC port (0: any free port)"),
     _Option("worker_port", int, "--worker-port", ("standalone",), "embedded worker's port"),
     _Option(
+        "worker_mode",
+        str,
+        "--worker",
+        ("standalone",),
+        'where the worker runs: "process" (a child process) or "in-process"',
+    ),
+    _Option(
         "cluster_host",
         str,
         "--cluster-host",
@@ -222,7 +241,12 @@ _OPTIONS = (
     ),
     _Option("master_capacity", int, "--capacity", _MASTERS, "instances driven before BUSY"),
     _Option("db_url", str, "--db", ("standalone", "master"), "database URL (default SQLite)"),
-    _Option("registry", str, "--registry", help='"embedded" or ZooKeeper hosts[/chroot]'),
+    _Option(
+        "registry",
+        str,
+        "--registry",
+        help='"embedded", ZooKeeper hosts[/chroot], or grpc://host:port (a standalone\'s)',
+    ),
     _Option("registry_session_timeout", float),
     # A secret: file or environment only, never a flag (command lines are visible to every user).
     _Option("registry_auth", str),

@@ -20,6 +20,11 @@ HostSelector = Literal["lower_weight", "round_robin", "random"]
 HOST_SELECTORS: tuple[HostSelector, ...] = get_args(HostSelector)
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 EMBEDDED_REGISTRY = "embedded"
+# A standalone's registry served over gRPC (``RegistryService``), as its worker process reaches it:
+# ``grpc://host:port``.
+REGISTRY_SERVICE_SCHEME = "grpc://"
+WorkerMode = Literal["process", "in-process"]
+WORKER_MODES: tuple[WorkerMode, ...] = get_args(WorkerMode)
 
 # Plain and async URL schemes we accept -> the async driver the store uses.
 _DB_SCHEMES = {
@@ -205,7 +210,11 @@ def _check_registry_auth(value: object) -> object:
 
 def _check_registry(value: object) -> object:
     text = str(value)
-    if text != EMBEDDED_REGISTRY:
+    if text.startswith(REGISTRY_SERVICE_SCHEME):
+        host, colon, port = text.removeprefix(REGISTRY_SERVICE_SCHEME).rpartition(":")
+        if not (host and colon and _is_port(port, 1)):
+            raise ValueError(f"{text!r} is not {REGISTRY_SERVICE_SCHEME}host:port")
+    elif text != EMBEDDED_REGISTRY:
         parse_registry(text)
     return text
 
@@ -234,6 +243,7 @@ _CHECKS: dict[str, Callable[[object], object]] = {
     "instance_sweep_interval": _in_range(0, 3600, open_low=True),
     "dispatch_timeout": _in_range(0, 7 * 86400),
     "host_selector": _choice(HOST_SELECTORS, lambda s: s.lower().replace("-", "_")),
+    "worker_mode": _choice(WORKER_MODES, lambda s: s.lower().replace("_", "-")),
     "warmup_seconds": _in_range(0, 86400),
     "shutdown_timeout": _in_range(1, 3600),
     "log_level": _choice(LOG_LEVELS, str.upper),

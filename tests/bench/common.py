@@ -135,7 +135,7 @@ def run_fanout(client: Client, width: int, pids: Sequence[int]) -> Fanout:
 
 def tree_cpu(pids: Sequence[int]) -> float:
     """CPU seconds (user + system) used so far by these processes, their live descendants and
-    the children they reaped (task processes included)."""
+    the children each of them reaped (task processes included)."""
     total = 0.0
     for pid in pids:
         root = psutil.Process(pid)
@@ -144,7 +144,9 @@ def tree_cpu(pids: Sequence[int]) -> float:
         for child in root.children(recursive=True):
             with contextlib.suppress(psutil.Error):  # a task that ended meanwhile
                 child_times = child.cpu_times()
+                # A standalone's worker process reaps the tasks: their CPU is in its children_*.
                 total += child_times.user + child_times.system
+                total += child_times.children_user + child_times.children_system
     return total
 
 

@@ -106,18 +106,41 @@ def table(title: str, counts: collections.Counter[str], total: int, top: int) ->
         print(f"{100 * n / total:6.1f} %  {name}")
 
 
+# Frames whose code serves master and worker alike (the process's start, gRPC plumbing): the next
+# dsched frame out from the loop says whose work a sample is.
+_NEUTRAL = ("dsched_server/processes.py", "dsched_server/standalone.py", "dsched_server/rpc/")
+SHARED = "neither (event loop, gRPC core, threads)"
+
+
+def side(frames: Sequence[str]) -> str:
+    """Whose work a sample is: the outermost dsched frame of the stack (the coroutine or thread
+    it runs in) is the master's (``dsched_server``) or the worker's (``dsched_worker``), whichever
+    process it runs in; the worker calling shared server code (the protocol) stays the worker's."""
+    for frame in frames:
+        if any(n in frame for n in _NEUTRAL):
+            continue
+        if "dsched_worker/" in frame:
+            return "worker"
+        if "dsched_server/" in frame:
+            return "master"
+    return SHARED
+
+
 def summarize(stacks: list[tuple[list[str], int]], top: int) -> None:
     total = sum(n for _, n in stacks) or 1
     areas: collections.Counter[str] = collections.Counter()
+    sides: collections.Counter[str] = collections.Counter()
     inclusive: collections.Counter[str] = collections.Counter()
     own: collections.Counter[str] = collections.Counter()
     for frames, n in stacks:
         areas[area(frames)] += n
+        sides[side(frames)] += n
         own[frames[-1]] += n
         # A recursive function counts once per sample; the process frame is not a function.
         for frame in set(frames[1:] if frames[0].startswith("process ") else frames):
             inclusive[frame] += n
     print(f"{total} samples")
+    table("by side (the master's code or the worker's)", sides, total, 3)
     table("by area", areas, total, len(AREAS) + 1)
     table("inclusive", inclusive, total, top)
     table("self", own, total, top)
@@ -133,18 +156,23 @@ def main() -> int:
     parser.add_argument("--out", default="profile", help="output prefix (.svg, .txt)")
     parser.add_argument("--rate", type=int, default=200, help="samples per second")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--worker", default=None, help="the standalone's --worker")
     args = parser.parse_args()
     svg, raw = Path(f"{args.out}.svg"), Path(f"{args.out}.txt")
-    with standalone(args.slots) as (address, pid), Client.connect(address) as client:
+    with (
+        standalone(args.slots, worker=args.worker) as (address, pids),
+        Client.connect(address) as client,
+    ):
+        pid = pids[0]  # py-spy follows its subprocesses: the worker process, if any
         client.ensure_project("bench")
         run_chain(client, 20)  # warm-up, not profiled
         spies = [record(pid, svg, "flamegraph", args.rate), record(pid, raw, "raw", args.rate)]
         try:
             if args.singles:
-                singles = run_singles(client, args.singles, [pid])
+                singles = run_singles(client, args.singles, pids)
                 what = f"{args.singles} one-task runs: {singles.runs_per_second:.0f} runs/s"
             else:
-                fanout = run_fanout(client, args.fanout, [pid])
+                fanout = run_fanout(client, args.fanout, pids)
                 what = f"fan-out of {args.fanout}: {fanout.throughput:.0f} tasks/s"
         finally:
             for spy in spies:

@@ -194,9 +194,10 @@ def main() -> int:
     command = cleanup_command()
     load = os.getloadavg()[0]
     with (
-        standalone(args.slots, args.data_parent) as (address, pid),
+        standalone(args.slots, args.data_parent) as (address, pids),
         Client.connect(address) as client,
     ):
+        pid = pids[0]  # the standalone (its master): what a long life grows
         server = psutil.Process(pid)
         data_dir = data_dir_of(pid)
         for project, name in ((PROJECT, "one"), (RARE_PROJECT, "lone")):

@@ -16,8 +16,8 @@ The targets (``tests/bench/common.py``) are those of issue 9:
   StartWorkflow after the previous one returned, not waiting for the runs); completed runs per
   second from the first start to the last end (target: >= 150), and the CPU the server's process
   tree (the server, its children, the task processes it reaped) used per run.
-* RSS of the standalone server (master + worker; task processes excluded) sampled during the
-  fan-out (target: <= 300 MB).
+* RSS of the standalone server (master + worker, the worker process's included when it has
+  one; task processes and the reaper excluded) sampled during the fan-out (target: <= 300 MB).
 
 The data directory is a fresh temporary directory under ``--data-parent`` (default: the system's
 temporary directory); its file system type is printed, because tmpfs flatters the figures.
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -57,9 +58,12 @@ from tests.bench.common import (
 
 
 @contextmanager
-def standalone(slots: int, data_parent: str | None = None) -> Iterator[tuple[str, int]]:
-    """Starts ``dsched standalone`` with its data in a fresh directory under ``data_parent`` and
-    yields (address, pid); stops it with SIGTERM."""
+def standalone(
+    slots: int, data_parent: str | None = None, worker: str | None = None
+) -> Iterator[tuple[str, list[int]]]:
+    """Starts ``dsched standalone`` with its data in a fresh directory under ``data_parent`` (and
+    ``--worker worker`` if given) and yields (address, pids): the standalone's, then its worker
+    process's if it has one; stops it with SIGTERM."""
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="dsched-bench-", dir=data_parent) as data_dir:
         env = {
@@ -77,6 +81,7 @@ def standalone(slots: int, data_parent: str | None = None) -> Iterator[tuple[str
                 str(port),
                 "--data-dir",
                 data_dir,
+                *(["--worker", worker] if worker else []),
             ],
             env=env,
             stdout=subprocess.PIPE,
@@ -88,8 +93,9 @@ def standalone(slots: int, data_parent: str | None = None) -> Iterator[tuple[str
         if "is up" not in line:
             proc.kill()
             raise SystemExit(f"standalone did not start: {line}{proc.stdout.read()}")
+        child = re.search(r"\(process (\d+)\)", line)
         try:
-            yield f"127.0.0.1:{port}", proc.pid
+            yield f"127.0.0.1:{port}", [proc.pid, *([int(child[1])] if child else [])]
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=60)
@@ -105,13 +111,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def measure(args: argparse.Namespace) -> list[Row]:
     """Runs the standalone's workloads; returns its rows."""
-    with standalone(args.slots, args.data_parent) as (address, pid), Client.connect(address) as c:
+    with (
+        standalone(args.slots, args.data_parent, args.worker) as (address, pids),
+        Client.connect(address) as c,
+    ):
         c.ensure_project("bench")
         run_chain(c, 20)  # warm-up: imports, connections, SQLite pages
         gaps = run_chain(c, args.chain)
-        singles = run_singles(c, args.singles, [pid])
+        singles = run_singles(c, args.singles, pids)
         floor = spawn_floor(args.fanout, args.slots)
-        fanout = run_fanout(c, args.fanout, [pid])
+        fanout = run_fanout(c, args.fanout, pids)
     return [
         *chain_rows(gaps),
         *fanout_rows(floor, args.slots, fanout),
@@ -138,6 +147,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_arguments(parser)
     parser.add_argument("--data-parent", default=None, help="where the data directory goes")
+    parser.add_argument(
+        "--worker", default=None, help="the standalone's --worker (default: its default)"
+    )
     parser.add_argument(
         "--cluster", action="store_true", help="then the cluster bench, side by side"
     )

@@ -76,6 +76,13 @@ class Standalone:
         return self.output_path.read_text(errors="replace")
 
     @property
+    def worker_pid(self) -> int | None:
+        """The pid of the worker process (the latest one started), None for a worker in the
+        standalone's own process."""
+        found = re.findall(r"worker process (\d+) up: ", self.output())
+        return int(found[-1]) if found else None
+
+    @property
     def cluster_address(self) -> str:
         """The master's cluster listener, as the ready line names it."""
         found = re.search(r"is up: .*cluster listener (\S+),", self.output())
@@ -122,11 +129,12 @@ def start_standalone(
     port: int | None = None,
     env: dict[str, str] | None = None,
     dsched: Path = DSCHED,
+    worker: str | None = None,
 ) -> Standalone:
     """Starts ``dsched standalone --port P --data-dir DIR`` and returns once it printed "is up".
 
     ``dsched`` is the command (default: the repository's; tests/e2e/test_wheel.py runs an
-    installed wheel's).
+    installed wheel's). ``worker`` is its ``--worker`` (default: the server's default).
 
     A port picked here can be taken by someone else before the server binds it; that start is
     retried on a new port (unless ``port`` was given). Anything else that keeps the server from
@@ -138,7 +146,10 @@ def start_standalone(
         output_path = data_dir / f"standalone-{chosen}-{secrets.token_hex(3)}.log"
         out = output_path.open("wb")
         proc = subprocess.Popen(
-            [str(dsched), "standalone", "--port", str(chosen), "--data-dir", str(data_dir)],
+            [
+                *(str(dsched), "standalone", "--port", str(chosen), "--data-dir", str(data_dir)),
+                *(["--worker", worker] if worker else []),
+            ],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -46,6 +46,9 @@ def test_standalone_passes_port_and_data_dir(servers: dict[str, list[str]]) -> N
     assert servers["standalone"] == ["--port", "7000", "--data-dir", "/tmp/d"]
     assert main(["standalone"]) == 0
     assert servers["standalone"] == []
+    # Every option reaches the server as given, values next to their flags.
+    assert main(["standalone", "--worker", "process", "--db", "sqlite:///x", "--port", "1"]) == 0
+    assert servers["standalone"] == ["--worker", "process", "--db", "sqlite:///x", "--port", "1"]
 
 
 def test_master_and_worker_pass_their_arguments_through(servers: dict[str, list[str]]) -> None:

@@ -347,11 +347,18 @@ DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 # Settings a role has no use for: the samples leave them out.
 UNUSED: dict[Role, set[str]] = {
     "master": {
-        *("worker_port", "worker_slots", "outbox_fsync", "task_env_allow"),
+        *("worker_port", "worker_mode", "worker_slots", "outbox_fsync", "task_env_allow"),
         *("workdir_keep_failed", "log_retention_days"),
     },
     "worker": {
-        *("worker_port", "db_url", "host_selector", "dispatch_timeout", "warmup_seconds"),
+        *(
+            "worker_port",
+            "worker_mode",
+            "db_url",
+            "host_selector",
+            "dispatch_timeout",
+            "warmup_seconds",
+        ),
         *("cluster_host", "cluster_port", "master_capacity", "instance_sweep_interval"),
         *("request_id_retention_days", "event_retention_days", "instance_retention_days"),
         "retention_interval",
@@ -374,6 +381,22 @@ def test_sample_configs_load_and_name_every_setting(role: Role) -> None:
 def test_standalone_sample_config_loads() -> None:
     s = load(["--config", str(DEPLOY / "standalone" / "dsched.toml")])
     assert (s.data_dir, s.embedded_registry) == (Path("/var/lib/dsched"), True)
+
+
+def test_worker_mode_and_the_registry_service() -> None:
+    assert load().worker_mode in ("process", "in-process")
+    assert load(["--worker", "in-process"]).worker_mode == "in-process"
+    assert load([], DSCHED_WORKER_MODE="PROCESS").worker_mode == "process"
+    with pytest.raises(InvalidArgument, match="must be one of process, in-process"):
+        load(["--worker", "thread"])
+    with pytest.raises(InvalidArgument):
+        load(["--worker", "process"], "worker")  # a standalone's option only
+    worker = load(["--registry", "grpc://127.0.0.1:4000"], "worker")
+    assert worker.registry_service == "127.0.0.1:4000"
+    assert load(role="worker").registry_service is None
+    for bad in ("grpc://", "grpc://host", "grpc://:1", "grpc://h:0", "grpc://h:x"):
+        with pytest.raises(InvalidArgument, match="is not grpc://host:port"):
+            load(["--registry", bad], "worker")
 
 
 def test_cluster_listener_and_capacity_defaults_per_role() -> None:

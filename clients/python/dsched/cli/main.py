@@ -162,19 +162,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS", help="(default 600)")
     p.set_defaults(handler=commands.cleanup)
 
-    p = sub.add_parser("standalone", help="run a master and a worker in one process")
-    p.add_argument("--port", type=int)
-    p.add_argument("--data-dir", metavar="DIR")
-    p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-    for name in ("master", "worker"):
+    for name, what in (
+        ("standalone", "a master and a worker on this machine"),
+        ("master", "a master"),
+        ("worker", "a worker"),
+    ):
         # Only for --help: main() hands these commands over before argparse runs.
-        p = sub.add_parser(name, help=f"run a {name} (options are the {name}'s own)")
+        p = sub.add_parser(name, help=f"run {what} (options are the {name}'s own)")
         p.add_argument("options", nargs=argparse.REMAINDER)
     return parser
 
 
 def _pass_through(argv: Sequence[str]) -> tuple[str, list[str]] | None:
-    """``(command, its argv)`` when the command is ``master`` or ``worker``, else None.
+    """``(command, its argv)`` when the command is ``standalone``, ``master`` or ``worker``,
+    else None.
 
     Their options belong to the server, in the order given, so argparse (which would reorder
     them around its own options) never sees them. Global options may come first.
@@ -186,7 +187,7 @@ def _pass_through(argv: Sequence[str]) -> tuple[str, list[str]] | None:
             i += 2
         elif token.startswith(("--server=", "--project=")):
             i += 1
-        elif token in ("master", "worker"):
+        elif token in _SERVER_ENTRIES:
             return token, list(argv[i + 1 :])
         else:
             return None
@@ -216,15 +217,6 @@ def _serve(command: str, argv: list[str]) -> int:
     return entry(argv) or 0
 
 
-def _standalone_argv(args: argparse.Namespace, extra: list[str]) -> list[str]:
-    argv: list[str] = []
-    if args.port is not None:
-        argv += ["--port", str(args.port)]
-    if args.data_dir:
-        argv += ["--data-dir", args.data_dir]
-    return argv + [a for a in [*args.rest, *extra] if a != "--"]
-
-
 def _report(err: DschedError) -> int:
     sys.stderr.write(f"error: {err.message}\n")
     for violation in err.violations:
@@ -240,10 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if server is not None:
             return _serve(*server)
         parser = build_parser()
-        # standalone passes unknown options through to the server; the others reject them.
         args, extra = parser.parse_known_args(raw)
-        if args.command == "standalone":
-            return _serve("standalone", _standalone_argv(args, extra))
         if extra:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         with Client.connect(args.server) as client:
