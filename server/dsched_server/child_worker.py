@@ -38,8 +38,8 @@ from dataclasses import dataclass
 
 from dsched.backoff import Backoff
 from dsched_server.config import Settings
-from dsched_server.processes import worker_main
 from dsched_server.shutdown import Shutdown
+from dsched_worker.main import worker_main
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ class ChildWorker:
             self._watch(), name="child-worker-watch"
         )
 
-    async def stop(self, shutdown: Shutdown | None = None) -> None:
+    async def stop(self, *, shutdown: Shutdown | None = None) -> None:
         """SIGTERM, then waits for the child's own bounded stop; kills it past the budget."""
         shutdown = shutdown or Shutdown(self.stop_budget)
         self._stopping = True

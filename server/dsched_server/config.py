@@ -102,7 +102,7 @@ class Settings:
     :attr:`safe_db_url` instead. ``registry_session_timeout`` is the ZooKeeper session timeout in
     seconds: how long a server may be out of touch before its members vanish and others take over.
     ``shutdown_timeout`` bounds a stop (SIGTERM) in seconds: what is not done by then is abandoned
-    (see :mod:`dsched_server.processes`).
+    (see :mod:`dsched_server.lifecycle`).
     ``failover_delay`` is how much longer masters wait before re-running the tasks of a worker whose
     death they cannot confirm (a master's instances are taken over at once).
     """

@@ -4,7 +4,7 @@ A stop must end in bounded time even when ZooKeeper or the database no longer an
 (ARCHITECTURE.md §8.6): every await of a stop path runs as a :meth:`Shutdown.step` that gets at
 most what is left of the budget (less what the caller keeps for the steps after it), and what a step
 could not finish is recorded as *abandoned*: logged at once, reported at the end, and turned into a
-non-zero exit status by :mod:`dsched_server.processes`. ::
+non-zero exit status by :mod:`dsched_server.lifecycle`. ::
 
     shutdown = Shutdown(30.0)
     await shutdown.step("remove the registry node", registry.unregister(node), limit=3.0)

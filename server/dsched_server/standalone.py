@@ -9,7 +9,7 @@ reaches the registry through ``RegistryService`` on loopback
 interpreter lock; or ``in-process``, both in this process (one interpreter, less memory).
 
 Start-up, the ready line, signals and exit statuses
-are those of every server process (:mod:`dsched_server.processes`): SIGINT and SIGTERM stop it
+are those of every server process (:mod:`dsched_server.lifecycle`): SIGINT and SIGTERM stop it
 cleanly within ``shutdown_timeout`` (the worker lets running tasks finish for what the budget
 allows, the master stops claiming and hands its instances over, and both deregister before the
 process exits).
@@ -26,13 +26,9 @@ from dsched_server.config import Settings
 from dsched_server.coord.ensemble import EmbeddedEnsemble
 from dsched_server.coord.factory import open_registry
 from dsched_server.coord.registry_servicer import RegistryServer
+from dsched_server.lifecycle import ServerProcess, run, use_pidfd_child_watcher
 from dsched_server.master import Master
-from dsched_server.processes import (
-    ServerProcess,
-    master_options,
-    run,
-    use_pidfd_child_watcher,
-)
+from dsched_server.processes import master_options
 from dsched_worker.app import TAIL_S, Worker, WorkerOptions
 
 # use_pidfd_child_watcher was born here; benchmarks still import it from this module.
@@ -66,13 +62,7 @@ class Standalone(ServerProcess):
                 stopping="stop serving the registry",
             )
             self.add_master(self.master)
-            child = self.child
-            self.add(
-                "start the worker process",
-                child,
-                stopping="stop the worker process",
-                stop=lambda s: child.stop(s),
-            )
+            self.add_worker(self.child, "the worker process")
         else:
             self.worker_registry = open_registry(settings, self.ensemble)
             self.worker = Worker(
@@ -81,11 +71,6 @@ class Standalone(ServerProcess):
             self.add("open the worker's registry session", self.worker_registry)
             self.add_master(self.master)
             self.add_worker(self.worker)
-
-    def abandon(self) -> None:
-        super().abandon()
-        if self.child is not None:
-            self.child.abandon()
 
     def ready_line(self) -> str:
         if self.child is not None:

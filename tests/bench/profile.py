@@ -106,9 +106,15 @@ def table(title: str, counts: collections.Counter[str], total: int, top: int) ->
         print(f"{100 * n / total:6.1f} %  {name}")
 
 
-# Frames whose code serves master and worker alike (the process's start, gRPC plumbing): the next
-# dsched frame out from the loop says whose work a sample is.
-_NEUTRAL = ("dsched_server/processes.py", "dsched_server/standalone.py", "dsched_server/rpc/")
+# Frames whose code serves master and worker alike (the processes' start, gRPC plumbing): the next
+# dsched frame in from them (the coroutine or callback the loop runs) says whose work it is.
+_NEUTRAL = (
+    "dsched_server/lifecycle.py",
+    "dsched_server/standalone.py",
+    "dsched_server/child_worker.py",
+    "dsched_worker/main.py",
+    "dsched_server/rpc/",
+)
 SHARED = "neither (event loop, gRPC core, threads)"
 
 

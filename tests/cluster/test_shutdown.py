@@ -1,5 +1,5 @@
 """Bounded shutdown of ``dsched master`` and ``dsched worker`` processes when what they depend on
-is gone (README "Stopping"; ``dsched_server.processes``).
+is gone (README "Stopping"; ``dsched_server.lifecycle``).
 
 With ZooKeeper killed (SIGKILL) or the database cut off (a TCP proxy that stops relaying, so every
 call meets silence rather than a refusal), SIGTERM still ends each process within its

@@ -1,6 +1,6 @@
 """``dsched master`` and ``dsched worker`` as processes against a real ZooKeeper and PostgreSQL.
 
-The contract of :mod:`dsched_server.processes`: one ready line on stdout, ``--port 0`` advertising
+The contract of :mod:`dsched_server.lifecycle`: one ready line on stdout, ``--port 0`` advertising
 the bound port, a workflow run across the processes, ``dsched cluster`` listing the members with
 their epochs and weights, SIGTERM ending in exit 0 with the members' znodes gone at once
 (deregistered, not expired), and exit statuses 2 (bad settings) and 1 (ZooKeeper or the

@@ -124,7 +124,7 @@ def test_a_locked_database_is_abandoned_within_the_bound(tmp_path: Path) -> None
 
 STUCK = """
 import asyncio, time
-from dsched_server.processes import ServerProcess, serve
+from dsched_server.lifecycle import ServerProcess, serve
 
 class Part:
     async def start(self) -> None:

@@ -20,11 +20,12 @@ from dsched.states import InstanceEventKind, TaskState, WorkflowState
 
 @pytest.fixture
 def servers(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[str]]]:
-    """Stand-ins for ``dsched_server.standalone`` and ``dsched_server.processes`` recording the
-    argv each entry point gets."""
+    """Stand-ins for ``dsched_server.standalone``, ``dsched_server.processes`` and
+    ``dsched_worker.main`` recording the argv each entry point gets."""
     calls: dict[str, list[str]] = {}
     standalone = types.ModuleType("dsched_server.standalone")
     processes = types.ModuleType("dsched_server.processes")
+    worker = types.ModuleType("dsched_worker.main")
 
     def entry(name: str, code: int | None) -> object:
         def run(argv: list[str]) -> int | None:
@@ -35,9 +36,10 @@ def servers(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[str]]]:
 
     standalone.main = entry("standalone", None)  # type: ignore[attr-defined]
     processes.master_main = entry("master", 0)  # type: ignore[attr-defined]
-    processes.worker_main = entry("worker", 3)  # type: ignore[attr-defined]
+    worker.worker_main = entry("worker", 3)  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "dsched_server.standalone", standalone)
     monkeypatch.setitem(sys.modules, "dsched_server.processes", processes)
+    monkeypatch.setitem(sys.modules, "dsched_worker.main", worker)
     yield calls
 
 
@@ -103,10 +105,10 @@ def test_missing_entry_point_is_an_error(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.delattr(sys.modules["dsched_server.processes"], "worker_main")
+    monkeypatch.delattr(sys.modules["dsched_worker.main"], "worker_main")
     assert main(["worker"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("error: the dsched server here has no dsched_server.processes.worker")
+    assert err.startswith("error: the dsched server here has no dsched_worker.main.worker_main")
     assert "worker" not in servers
 
 

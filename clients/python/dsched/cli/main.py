@@ -31,7 +31,7 @@ EXIT_INTERRUPTED = 130
 _SERVER_ENTRIES = {
     "standalone": ("dsched_server.standalone", "main"),
     "master": ("dsched_server.processes", "master_main"),
-    "worker": ("dsched_server.processes", "worker_main"),
+    "worker": ("dsched_worker.main", "worker_main"),
 }
 SERVER_EXTRA = "pip install 'dsched[server]'"
 
