@@ -162,8 +162,9 @@ class ChildWorker:
             await proc.wait()
             shutdown.abandon(f"stop the worker process {proc.pid}: killed, it did not stop in time")
         elif proc.returncode != 0:
-            said = "; ".join(self._abandoned) or f"exit status {proc.returncode}"
-            shutdown.abandon(f"stop the worker process: {said}")
+            # What the worker could not do is what this stop could not do, in its own words.
+            for what in self._abandoned or [f"stop the worker process: exit {proc.returncode}"]:
+                shutdown.abandon(what)
 
     def abandon(self) -> None:
         """Kills the child at once (the standalone exits at once): its reaper kills the tasks."""

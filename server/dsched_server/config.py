@@ -112,7 +112,7 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = DEFAULT_MASTER_PORT
     worker_port: int = 0
-    worker_mode: WorkerMode = "in-process"
+    worker_mode: WorkerMode = "process"
     cluster_host: str = ""
     cluster_port: int = DEFAULT_CLUSTER_PORT
     master_capacity: int = DEFAULT_MASTER_CAPACITY
@@ -351,7 +351,7 @@ def _defaults(role: Role) -> dict[str, _Raw]:
         "registry": _Raw(registry, "default"),
     }
     if role == "standalone":
-        # Its only worker is in-process: the cluster listener stays on loopback, on any free port.
+        # Its only worker is on this machine: the cluster listener stays on loopback, any free port.
         defaults["cluster_host"] = _Raw("127.0.0.1", "default")
         defaults["cluster_port"] = _Raw(0, "default")
     return defaults

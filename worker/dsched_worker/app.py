@@ -123,8 +123,9 @@ class WorkerOptions:
     @classmethod
     def from_settings(cls, settings: Settings) -> WorkerOptions:
         """The worker part of the shared settings. A dedicated worker uses ``data_dir`` and
-        ``port``; the worker inside a standalone process uses ``<data_dir>/worker`` and
-        ``worker_port``, next to its master."""
+        ``port``; the worker inside a standalone process (``--worker in-process``) uses
+        ``<data_dir>/worker`` and ``worker_port``, next to its master (a standalone's worker
+        process is a dedicated worker given those two)."""
         dedicated = settings.role == "worker"
         return cls(
             data_dir=settings.data_dir if dedicated else settings.data_dir / "worker",

@@ -402,7 +402,7 @@ def test_worker_mode_and_the_registry_service() -> None:
 def test_cluster_listener_and_capacity_defaults_per_role() -> None:
     master, standalone = load(role="master"), load()
     assert (master.cluster_host, master.cluster_port, master.master_capacity) == ("", 5679, 10000)
-    # Standalone's only worker is in-process: loopback, any free port.
+    # Standalone's only worker is on the same machine: loopback, any free port.
     assert (standalone.cluster_host, standalone.cluster_port) == ("127.0.0.1", 0)
     assert standalone.master_capacity == 10000
 
