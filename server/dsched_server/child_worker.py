@@ -130,6 +130,7 @@ class ChildWorker:
         self._watching: asyncio.Task[None] | None = None
         self._stopping = False
         self._abandoned: list[str] = []
+        self._relays: set[asyncio.Task[None]] = set()
 
     @property
     def address(self) -> str:
@@ -209,7 +210,9 @@ class ChildWorker:
             code = await proc.wait()
             raise RuntimeError(f"the worker process exited with status {code} before it was up")
         self.current = ready
-        asyncio.get_running_loop().create_task(self._relay(proc.stdout, proc.pid))
+        relay = asyncio.get_running_loop().create_task(self._relay(proc.stdout, proc.pid))
+        self._relays.add(relay)  # the loop keeps only a weak reference to a task
+        relay.add_done_callback(self._relays.discard)
 
     async def _ready(self, stdout: asyncio.StreamReader) -> Incarnation | None:
         while line := (await stdout.readline()).decode(errors="replace").rstrip():
