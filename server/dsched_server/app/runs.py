@@ -61,10 +61,7 @@ async def start(tx: Transaction, run: StartRun) -> InstanceRecord:
             metadata={"project": run.project, "workflow": run.workflow},
         )
     _require_tasks(workflow.spec, run.options.scope.start_tasks)
-    project = await definitions.get_project(tx.conn, run.project)
-    instance_id = await instance_repo.create_instance(
-        tx.conn, workflow, project.id, run.options, tx.now
-    )
+    instance_id = await instance_repo.create_instance(tx.conn, workflow, run.options, tx.now)
     await events.append(
         tx.conn,
         [

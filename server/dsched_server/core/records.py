@@ -30,6 +30,7 @@ class WorkflowRecord:
 
     id: int  # the workflow's stable code
     project: str
+    project_id: int
     spec: WorkflowSpec
     version: int
     release_state: ReleaseState

@@ -163,12 +163,20 @@ class CommandConsumer(Background):
             ],
             now,
         )
-        return await self.build_runner(conn, instance.id, workflow)
+        # Superseding nothing (a first start, most failovers) leaves the valid attempts as read.
+        return await self.build_runner(
+            conn, instance.id, workflow, None if superseded else attempts
+        )
 
     async def build_runner(
-        self, conn: Conn, instance_id: int, workflow: WorkflowRecord | None = None
+        self,
+        conn: Conn,
+        instance_id: int,
+        workflow: WorkflowRecord | None = None,
+        attempts: list[TaskInstanceRecord] | None = None,
     ) -> InstanceRunner:
-        """A runner for an instance this epoch owns, restored from the store."""
+        """A runner for an instance this epoch owns, restored from the store (``workflow`` and
+        ``attempts``, its valid ones: read in the same transaction by the caller)."""
         instance = await instance_repo.get_instance(conn, instance_id)
         if workflow is None:
             workflow = await definitions.get_workflow_by_code(
@@ -176,7 +184,8 @@ class CommandConsumer(Background):
             )
         dag = Dag(workflow.spec)
         scope = instance.run_scope
-        attempts = await ti_repo.valid_attempts(conn, instance.id)
+        if attempts is None:
+            attempts = await ti_repo.valid_attempts(conn, instance.id)
         last = await ti_repo.last_attempts(conn, instance.id)
         execution = Execution.restore(
             dag,

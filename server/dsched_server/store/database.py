@@ -37,6 +37,7 @@ from sqlalchemy.pool import NullPool
 
 from dsched.errors import DschedError
 from dsched_server.store.availability import Availability
+from dsched_server.store.memo import Memo, Staged, Versions
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +57,12 @@ T = TypeVar("T")
 class Conn(Protocol):
     """The connection repositories use: SQLAlchemy's execute/scalar, awaitable on every backend.
 
-    ``multi_rowcount`` tells whether an executemany reports the total number of matched rows.
+    ``multi_rowcount`` tells whether an executemany reports the total number of matched rows;
+    ``versions`` remembers the workflow versions read (:mod:`dsched_server.store.memo`).
     """
 
     multi_rowcount: bool
+    versions: Versions
 
     async def execute(self, statement: Any, parameters: Any = None) -> CursorResult[Any]: ...
 
@@ -71,9 +74,10 @@ class Conn(Protocol):
 class _AsyncConn:
     """A :class:`Conn` over an asyncio driver connection (PostgreSQL, MariaDB)."""
 
-    def __init__(self, conn: AsyncConnection) -> None:
+    def __init__(self, conn: AsyncConnection, versions: Versions) -> None:
         self._conn = conn
         self.multi_rowcount = conn.dialect.supports_sane_multi_rowcount
+        self.versions = versions
 
     async def execute(self, statement: Any, parameters: Any = None) -> CursorResult[Any]:
         result: CursorResult[Any] = await self._conn.execute(statement, parameters)
@@ -89,9 +93,10 @@ class _AsyncConn:
 class _InlineConn:
     """A :class:`Conn` over a synchronous SQLite connection: statements run inline (see module)."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, versions: Versions) -> None:
         self._conn = conn
         self.multi_rowcount = conn.dialect.supports_sane_multi_rowcount
+        self.versions = versions
 
     async def execute(self, statement: Any, parameters: Any = None) -> CursorResult[Any]:
         return self._conn.execute(statement, parameters)
@@ -115,6 +120,7 @@ class Database:
         self._write_lock = asyncio.Lock()
         self._probe_engine: AsyncEngine | None = None
         self.availability = Availability(self._probe)
+        self.memo = Memo()
 
     @property
     def is_sqlite(self) -> bool:
@@ -201,16 +207,18 @@ class Database:
         """A write transaction: commits when the block exits normally, rolls back on an
         exception. Raises Unavailable if the database cannot be reached (then the outcome of a
         commit that was under way is unknown: the writes are idempotent or fenced)."""
+        staged = Staged(self.memo)
         async with self._reachable():
             if self._sync is not None:
                 async with self._write_lock:
                     with self._sync.begin() as conn:
-                        yield _InlineConn(conn)
-                return
-            if self._async is None:
-                raise RuntimeError("database not started")
-            async with self._async.begin() as aconn:
-                yield _AsyncConn(aconn)
+                        yield _InlineConn(conn, staged)
+            else:
+                if self._async is None:
+                    raise RuntimeError("database not started")
+                async with self._async.begin() as aconn:
+                    yield _AsyncConn(aconn, staged)
+        staged.publish()  # committed
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[Conn]:
@@ -219,12 +227,12 @@ class Database:
         async with self._reachable():
             if self._sync is not None:
                 with self._sync.connect() as conn:
-                    yield _InlineConn(conn)
+                    yield _InlineConn(conn, self.memo)
                 return
             if self._async is None:
                 raise RuntimeError("database not started")
             async with self._async.connect() as aconn:
-                yield _AsyncConn(aconn)
+                yield _AsyncConn(aconn, self.memo)
 
     @asynccontextmanager
     async def _reachable(self) -> AsyncIterator[None]:

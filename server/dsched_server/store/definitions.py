@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 
-from sqlalchemy import Row, delete, func, insert, select, update
+from sqlalchemy import Row, RowMapping, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from dsched.errors import (
@@ -22,6 +22,7 @@ from dsched_server.core.records import ProjectRecord, WorkflowRecord, WorkflowVe
 from dsched_server.core.transitions import OWNED_STATES
 from dsched_server.store.codec import task_from_json, task_to_json, task_type
 from dsched_server.store.database import Conn
+from dsched_server.store.memo import Version, VersionKey
 from dsched_server.store.models import (
     Project,
     TaskDefinition,
@@ -209,8 +210,7 @@ async def update_workflow(
 
 
 async def get_workflow(conn: Conn, project: str, name: str, version: int = 0) -> WorkflowRecord:
-    head = (await _head(conn, project, name))._mapping
-    return await get_workflow_by_code(conn, head["id"], version)
+    return await _load(conn, (await _head(conn, project, name))._mapping, version)
 
 
 async def get_workflow_by_code(conn: Conn, code: int, version: int = 0) -> WorkflowRecord:
@@ -224,8 +224,39 @@ async def get_workflow_by_code(conn: Conn, code: int, version: int = 0) -> Workf
     ).first()
     if head_row is None:
         raise NotFound(f"workflow {code} not found", metadata={"workflow_code": str(code)})
-    head = head_row._mapping
+    return await _load(conn, head_row._mapping, version)
+
+
+async def _load(conn: Conn, head: RowMapping, version: int) -> WorkflowRecord:
+    """One version (0 = current) of the workflow whose head row is ``head``: the head says what
+    may change (name, release state, current version), the version is read once per master
+    (:mod:`dsched_server.store.memo`)."""
+    code = int(head["id"])
     wanted = version or head["current_version"]
+    key = VersionKey(code, head["create_time"], wanted)
+    stored = conn.versions.get(key) or await _read_version(conn, head, wanted)
+    conn.versions.put(key, stored)
+    spec = WorkflowSpec(
+        project=head["project_name"],
+        name=head["name"],
+        tasks=stored.tasks,
+        description=stored.description,
+        params=dict(stored.params),
+    )
+    return WorkflowRecord(
+        id=code,
+        project=head["project_name"],
+        project_id=head["project_id"],
+        spec=spec,
+        version=wanted,
+        release_state=ReleaseState(head["release_state"]),
+        create_time=head["create_time"],
+        update_time=stored.create_time,
+    )
+
+
+async def _read_version(conn: Conn, head: RowMapping, wanted: int) -> Version:
+    code = int(head["id"])
     vrow = (
         await conn.execute(select(V).where(V.c.workflow_id == code, V.c.version == wanted))
     ).first()
@@ -251,21 +282,11 @@ async def get_workflow_by_code(conn: Conn, code: int, version: int = 0) -> Workf
         )
     )
     v = vrow._mapping
-    spec = WorkflowSpec(
-        project=head["project_name"],
-        name=head["name"],
-        tasks=tasks,
+    return Version(
         description=v["description"],
         params=dict(v["params"]),
-    )
-    return WorkflowRecord(
-        id=code,
-        project=head["project_name"],
-        spec=spec,
-        version=wanted,
-        release_state=ReleaseState(head["release_state"]),
-        create_time=head["create_time"],
-        update_time=v["create_time"],
+        create_time=v["create_time"],
+        tasks=tasks,
     )
 
 

@@ -99,14 +99,13 @@ def _record(row: Row[Any]) -> InstanceRecord:
 async def create_instance(
     conn: Conn,
     workflow: WorkflowRecord,
-    project_id: int,
     options: RunOptions,
     now: datetime,
 ) -> int:
     """Inserts a SUBMITTED instance and its START command (same transaction as the caller's)."""
     result = await conn.execute(
         insert(WI).values(
-            project_id=project_id,
+            project_id=workflow.project_id,
             workflow_id=workflow.id,
             workflow_version=workflow.version,
             state=WorkflowState.SUBMITTED.value,

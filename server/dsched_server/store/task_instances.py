@@ -90,16 +90,19 @@ async def create_attempts(
         return []
     for a in attempts:
         guard.check_initial(f"{instance_id}/{a.task_name}#{a.attempt}", a.state)
-    names = [a.task_name for a in attempts]
-    await conn.execute(
-        update(TI)
-        .where(
-            TI.c.workflow_instance_id == instance_id,
-            TI.c.task_name.in_(names),
-            TI.c.valid.is_(True),
+    # A first attempt has no earlier one to supersede: attempt numbers go up from 1 without a gap
+    # (the unique key on the number would refuse a second attempt 1 anyway).
+    names = [a.task_name for a in attempts if a.attempt > 1]
+    if names:
+        await conn.execute(
+            update(TI)
+            .where(
+                TI.c.workflow_instance_id == instance_id,
+                TI.c.task_name.in_(names),
+                TI.c.valid.is_(True),
+            )
+            .values(valid=False)
         )
-        .values(valid=False)
-    )
     rows: list[dict[str, Any]] = [
         {
             "workflow_instance_id": instance_id,

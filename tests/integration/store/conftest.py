@@ -119,10 +119,6 @@ async def make_workflow(
     return await write(db, lambda c: definitions.create_workflow(c, spec, now))
 
 
-async def project_id(db: Database, name: str) -> int:
-    return (await read(db, lambda c: definitions.get_project(c, name))).id
-
-
 async def make_instance(
     db: Database,
     workflow: WorkflowRecord,
@@ -131,10 +127,8 @@ async def make_instance(
     now: datetime = NOW,
 ) -> int:
     """A SUBMITTED instance with its START command."""
-    pid = await project_id(db, workflow.project)
     return await write(
-        db,
-        lambda c: instances.create_instance(c, workflow, pid, options or RunOptions(), now),
+        db, lambda c: instances.create_instance(c, workflow, options or RunOptions(), now)
     )
 
 

@@ -20,7 +20,6 @@ from tests.integration.store.conftest import (
     make_instance,
     make_workflow,
     overlap,
-    project_id,
     read,
     write,
 )
@@ -79,10 +78,9 @@ async def test_create_instance_writes_a_submitted_instance_and_its_start_command
 
 async def test_an_instance_and_its_command_roll_back_together(db: Database) -> None:
     workflow = await make_workflow(db)
-    pid = await project_id(db, "proj")
     with pytest.raises(_Boom):
         async with db.transaction() as conn:
-            instance_id = await instances.create_instance(conn, workflow, pid, RunOptions(), NOW)
+            instance_id = await instances.create_instance(conn, workflow, RunOptions(), NOW)
             assert await instances.current_state(conn, instance_id) is WorkflowState.SUBMITTED
             raise _Boom
     assert await _count(db, WorkflowInstance) == 0

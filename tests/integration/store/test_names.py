@@ -44,16 +44,18 @@ async def test_tasks_whose_names_differ_only_in_case_are_stored_and_run_apart(
     assert workflow.spec == spec
     instance_id = await make_instance(db, workflow)
     await claim_instance(db, instance_id)
+    # Second attempts for the last two: creating them supersedes the earlier attempts of the
+    # tasks named (a first attempt has none), which must not reach "load".
     attempts = [
         NewAttempt(
             task_name=name,
-            attempt=1,
+            attempt=number,
             retry_times=0,
             state=TaskState.SUBMITTED,
             priority=Priority.MEDIUM,
             worker_group="",
         )
-        for name in ("load", "Load", "LOAD")
+        for name, number in (("load", 1), ("Load", 2), ("LOAD", 2))
     ]
     await write(db, lambda c: task_instances.create_attempts(c, instance_id, attempts[:1], NOW))
     await write(db, lambda c: task_instances.create_attempts(c, instance_id, attempts[1:], NOW))

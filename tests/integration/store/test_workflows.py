@@ -418,3 +418,43 @@ async def test_concurrent_updates_never_leave_a_gap_or_a_duplicate_version(db: D
         for record in won:
             stored = await definitions.get_workflow_by_code(conn, first.id, record.version)
             assert stored.spec == record.spec
+
+
+class _Rollback(Exception):
+    pass
+
+
+async def test_a_version_read_by_a_transaction_that_rolls_back_is_not_remembered(
+    db: Database,
+) -> None:
+    # The rolled-back workflow's id may be given again (SQLite, MariaDB), at the same time here:
+    # the second workflow must load as itself, not as the version the first transaction read.
+    await make_project(db, "proj")
+    first = workflow_spec(name="gone", tasks=(shell("first"),))
+    with pytest.raises(_Rollback):
+        async with db.transaction() as conn:
+            created = await definitions.create_workflow(conn, first, NOW)
+            assert (await definitions.get_workflow_by_code(conn, created.id)).spec == first
+            raise _Rollback
+    assert len(db.memo) == 0
+    second = workflow_spec(name="kept", tasks=(shell("second"),))
+    await write(db, lambda c: definitions.create_workflow(c, second, NOW))
+    loaded = await read(db, lambda c: definitions.get_workflow(c, "proj", "kept"))
+    assert loaded.spec == second
+    assert len(db.memo) == 1  # published by the commit
+
+
+async def test_a_remembered_version_loads_with_the_head_as_it_is_now(db: Database) -> None:
+    workflow = await make_workflow(db)
+    before = await read(db, lambda c: definitions.get_workflow_by_code(c, workflow.id))
+    await write(
+        db, lambda c: definitions.set_release_state(c, "proj", "wf", ReleaseState.ONLINE, NOW)
+    )
+    after = await read(db, lambda c: definitions.get_workflow(c, "proj", "wf"))
+    assert len(db.memo) == 1
+    assert (before.release_state, after.release_state) == (
+        ReleaseState.OFFLINE,
+        ReleaseState.ONLINE,
+    )
+    assert after.spec == before.spec and after.update_time == before.update_time
+    assert after.project_id == before.project_id

@@ -43,6 +43,7 @@ def _state(*, epoch: int = 7) -> RunState:
     record = WorkflowRecord(
         id=3,
         project="proj",
+        project_id=1,
         spec=spec,
         version=1,
         release_state=ReleaseState.ONLINE,
