@@ -316,5 +316,10 @@ def _owner_check(track: Track, msg: WorkerEvent) -> bool | None:
     if track.job is not None and track.job.target:
         # The RUNNING event overtook the dispatch reply: only the worker we sent it to may
         # report it.
-        return track.job.target == msg.worker_address
+        if track.job.target != msg.worker_address:
+            return False
+        # And only the incarnation we sent it to. Another epoch at that address (a restarted
+        # worker resends its predecessor's events from the outbox under its own address) waits
+        # for the reply, which names the incarnation that took the attempt.
+        return True if track.job.target_epoch == msg.worker_epoch else None
     return None

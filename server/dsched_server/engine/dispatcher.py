@@ -98,7 +98,7 @@ class Dispatcher:
                     self._slots.release()
                     continue
                 for job in jobs:
-                    job.sent, job.target = True, worker.address
+                    job.sent, job.target, job.target_epoch = True, worker.address, worker.epoch
                 task = asyncio.create_task(self._send(jobs, worker))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
@@ -216,7 +216,7 @@ class Dispatcher:
 
 def _release(job: DispatchJob) -> None:
     # Rejected or its worker gone: it does not run there, so it may go anywhere now.
-    job.sent, job.target, job.pinned = False, "", ""
+    job.sent, job.target, job.target_epoch, job.pinned = False, "", 0, ""
 
 
 def job_bytes(job: DispatchJob) -> int:

@@ -23,6 +23,7 @@ class DispatchJob:
     told_reason: str = ""  # the waiting reason last told to its runner
     cancelled: bool = False
     target: str = ""  # worker address once sent
+    target_epoch: int = 0  # the epoch that worker was registered under when it was sent
     # The worker an earlier runner of the instance sent this attempt to, perhaps unrecorded: only
     # that worker may get it while it lives (it answers ALREADY_ACCEPTED). See engine/reloads.py.
     pinned: str = ""

@@ -148,6 +148,30 @@ async def test_a_stale_worker_event_is_rejected_and_counted_without_writes() -> 
     assert plan.effects.counters == {"stale_events": 1}
 
 
+async def test_an_early_event_counts_from_the_incarnation_the_attempt_was_sent_to() -> None:
+    # A worker restarted on the address the attempt was sent to resends its predecessor's events
+    # under that address: the epoch tells them apart. Until the reply names the incarnation that
+    # took the attempt, such an event waits (RETRY_LATER); it is never recorded as the owner's.
+    state = _state()
+    plan = decision.begin(state, NOW, [])
+    _committed(state, plan, 101)
+    (job,) = plan.effects.dispatches
+    job.sent, job.target, job.target_epoch = True, "w1:1", 5
+    loop = asyncio.get_running_loop()
+    early: asyncio.Future[Ack] = loop.create_future()
+    predecessor = _event(101, TaskEventType.RUNNING, early, epoch=4)
+    plan = decision.decide(state, NOW, [predecessor])
+    assert plan.writes.task_writes == {}
+    assert plan.effects.acks == [
+        (predecessor, Ack(AckDecision.RETRY_LATER, "dispatch not recorded yet"))
+    ]
+    own: asyncio.Future[Ack] = loop.create_future()
+    mine = _event(101, TaskEventType.RUNNING, own, epoch=5)
+    plan = decision.decide(state, NOW, [mine])
+    assert plan.writes.task_writes[101].values["worker_epoch"] == 5
+    assert plan.effects.acks == [(mine, Ack(AckDecision.ACCEPTED))]
+
+
 async def test_a_stop_after_a_success_in_one_batch_cancels_the_new_attempt_and_ends_stopped() -> (
     None
 ):
