@@ -7,7 +7,8 @@ steps per batch of whatever is queued:
 1. *decide* (``engine/decision.py``, pure): the state and the messages in, a plan out: the
    writes and the effects;
 2. *commit* the writes in one store call (``store/batch.py``), one transaction that starts
-   with the ownership fence;
+   with the ownership fence, which the batches of other runners ready at the same time may
+   share (``store/group_commit.py``);
 3. *run the effects* (dispatching, killing, acknowledging worker events, answering controls) with
    the :class:`~dsched_server.engine.executor.EffectExecutor`, only after the commit.
 
@@ -38,7 +39,6 @@ from dsched_server.engine.messages import (
 from dsched_server.engine.run_state import RunState
 from dsched_server.engine.services import EngineServices
 from dsched_server.protocol.ack import Ack, AckDecision
-from dsched_server.store import batch as batch_store
 from dsched_server.store import controls as control_repo
 
 log = logging.getLogger(__name__)
@@ -143,7 +143,7 @@ class InstanceRunner:
             if request is not None:
                 plan.writes.controls_seen = tuple(r.id for r in read)
                 plan.writes.control_request = request
-            ids = await batch_store.commit(self.s.db, plan.writes)
+            ids = await self.s.commits.commit(plan.writes)
         except OwnershipLost:
             # The conditional write changed nothing: another epoch owns the instance now.
             log.warning(

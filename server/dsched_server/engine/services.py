@@ -17,6 +17,7 @@ from dsched_server.engine.notifier import Notifier
 from dsched_server.engine.worker_client import WorkerClient
 from dsched_server.engine.workers import WorkerDirectory
 from dsched_server.store.database import Database
+from dsched_server.store.group_commit import GroupCommit
 
 
 @dataclass(slots=True)
@@ -58,7 +59,12 @@ class EngineServices:
     failover_delay: float = FAILOVER_DELAY_S
     dispatch_timeout: float = 0.0  # the default of runs that set none; 0: no limit
     metrics: EngineMetrics = field(default_factory=EngineMetrics)
+    # The runners' batches, several in one transaction when they are ready together.
+    commits: GroupCommit = field(init=False)
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.commits = GroupCommit(self.db)
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Runs a fire-and-forget coroutine, keeping a reference so it is not collected."""

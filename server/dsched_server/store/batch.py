@@ -85,22 +85,28 @@ async def commit(db: Database, w: BatchWrites) -> list[int]:
     Aborted (a row or the pending controls changed behind the owner's back); nothing is written
     then."""
     async with db.transaction() as conn:
-        await instance_repo.fence(conn, w.instance_id, w.epoch)
-        if w.controls_seen is not None:
-            await _check_controls(conn, w)
-        existing = [t for t in w.task_writes.values() if t.task_instance_id > 0]
-        await ti_repo.apply_writes(conn, existing)
-        ids = await ti_repo.create_attempts(conn, w.instance_id, w.creates, w.now)
-        created = [
-            replace(t, task_instance_id=ids[-t.task_instance_id - 1])
-            for t in w.task_writes.values()
-            if t.task_instance_id < 0
-        ]
-        await ti_repo.apply_writes(conn, created)
-        await _write_instance(conn, w)
-        await _write_controls(conn, w)
-        ending = await _finish(conn, w, w.end_event) if w.end_event is not None else []
-        await event_log.append(conn, [*_resolved(w.events, ids), *ending], w.now)
+        return await apply(conn, w)
+
+
+async def apply(conn: Conn, w: BatchWrites) -> list[int]:
+    """Applies ``w`` in the caller's transaction, starting with the fence (see :func:`commit`;
+    the caller rolls back what it applied when this raises)."""
+    await instance_repo.fence(conn, w.instance_id, w.epoch)
+    if w.controls_seen is not None:
+        await _check_controls(conn, w)
+    existing = [t for t in w.task_writes.values() if t.task_instance_id > 0]
+    await ti_repo.apply_writes(conn, existing)
+    ids = await ti_repo.create_attempts(conn, w.instance_id, w.creates, w.now)
+    created = [
+        replace(t, task_instance_id=ids[-t.task_instance_id - 1])
+        for t in w.task_writes.values()
+        if t.task_instance_id < 0
+    ]
+    await ti_repo.apply_writes(conn, created)
+    await _write_instance(conn, w)
+    await _write_controls(conn, w)
+    ending = await _finish(conn, w, w.end_event) if w.end_event is not None else []
+    await event_log.append(conn, [*_resolved(w.events, ids), *ending], w.now)
     return ids
 
 
