@@ -25,6 +25,7 @@ from dsched_server.core.transitions import workflow_path_allowed
 from dsched_server.store import definitions, instances
 from dsched_server.store.database import Conn, Database
 from dsched_server.store.models import TaskInstance, WorkflowInstance, table
+from dsched_server.store.task_instances import NewAttempt
 
 NOW = datetime(2026, 3, 14, 15, 9, 26, 535897, tzinfo=UTC)
 T = TypeVar("T")
@@ -117,6 +118,18 @@ async def make_workflow(
     except NotFound:
         await make_project(db, spec.project, now)
     return await write(db, lambda c: definitions.create_workflow(c, spec, now))
+
+
+def first_attempt(name: str, priority: Priority = Priority.MEDIUM) -> NewAttempt:
+    """Attempt 1 of task ``name``, SUBMITTED, as a runner creates it."""
+    return NewAttempt(
+        task_name=name,
+        attempt=1,
+        retry_times=0,
+        state=TaskState.SUBMITTED,
+        priority=priority,
+        worker_group="",
+    )
 
 
 async def make_instance(

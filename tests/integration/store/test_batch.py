@@ -6,17 +6,17 @@ from __future__ import annotations
 import pytest
 
 from dsched.errors import Aborted, OwnershipLost
-from dsched.options import Priority
 from dsched.states import TaskState, WorkflowState
 from dsched_server.core.controls import ControlKind
 from dsched_server.store import batch, controls, events, instances, task_instances
 from dsched_server.store.batch import BatchWrites, ControlAdd
 from dsched_server.store.database import Database
 from dsched_server.store.events import NewEvent
-from dsched_server.store.task_instances import NewAttempt, TaskWrite
+from dsched_server.store.task_instances import TaskWrite
 from tests.integration.store.conftest import (
     at,
     claim_instance,
+    first_attempt,
     make_instance,
     make_workflow,
     read,
@@ -40,17 +40,6 @@ def _writes(instance_id: int, epoch: int = EPOCH) -> BatchWrites:
     return BatchWrites(instance_id=instance_id, epoch=epoch, now=at(1), state_before=W.RUNNING)
 
 
-def _new(name: str) -> NewAttempt:
-    return NewAttempt(
-        task_name=name,
-        attempt=1,
-        retry_times=0,
-        state=T.SUBMITTED,
-        priority=Priority.MEDIUM,
-        worker_group="",
-    )
-
-
 async def _recorded_elsewhere(
     db: Database, instance_id: int, request_id: str, kind: ControlKind
 ) -> None:
@@ -71,8 +60,8 @@ async def test_an_attempt_created_and_cancelled_in_one_batch_is_stored_cancelled
 ) -> None:
     instance_id = await _instance(db)
     w = _writes(instance_id)
-    a = w.provisional_id(_new("a"))
-    b = w.provisional_id(_new("b"))
+    a = w.provisional_id(first_attempt("a"))
+    b = w.provisional_id(first_attempt("b"))
     assert (a, b) == (-1, -2)
     w.task_writes[b] = TaskWrite(
         task_instance_id=b,
@@ -97,7 +86,7 @@ async def test_an_attempt_created_and_cancelled_in_one_batch_is_stored_cancelled
 async def test_a_stale_epoch_commits_nothing(db: Database) -> None:
     instance_id = await _instance(db)
     w = _writes(instance_id, epoch=EPOCH - 1)
-    w.provisional_id(_new("a"))
+    w.provisional_id(first_attempt("a"))
     w.path = [W.READY_PAUSE]
     with pytest.raises(OwnershipLost):
         await batch.commit(db, w)

@@ -9,16 +9,15 @@ import asyncio
 import pytest
 
 from dsched.errors import IllegalTransition, OwnershipLost
-from dsched.options import Priority
-from dsched.states import TaskState, WorkflowState
+from dsched.states import WorkflowState
 from dsched_server.store import guard, instances, task_instances
 from dsched_server.store.batch import BatchWrites
 from dsched_server.store.database import Database
 from dsched_server.store.group_commit import GroupCommit
-from dsched_server.store.task_instances import NewAttempt
 from tests.integration.store.conftest import (
     at,
     claim_instance,
+    first_attempt,
     make_instance,
     make_workflow,
     read,
@@ -43,16 +42,7 @@ async def _instances(db: Database, count: int, name: str = "wf") -> list[int]:
 def _start_a(instance_id: int, epoch: int = EPOCH) -> BatchWrites:
     """A batch creating attempt 1 of task ``a``, as a runner's first one does."""
     w = BatchWrites(instance_id=instance_id, epoch=epoch, now=at(1), state_before=W.RUNNING)
-    w.provisional_id(
-        NewAttempt(
-            task_name="a",
-            attempt=1,
-            retry_times=0,
-            state=TaskState.SUBMITTED,
-            priority=Priority.MEDIUM,
-            worker_group="",
-        )
-    )
+    w.provisional_id(first_attempt("a"))
     return w
 
 

@@ -30,6 +30,7 @@ from dsched_server.store.task_instances import NewAttempt
 from tests.integration.store.conftest import (
     NOW,
     at,
+    first_attempt,
     make_instance,
     make_project,
     make_workflow,
@@ -307,16 +308,7 @@ async def test_deleting_a_workflow_removes_its_versions_and_finished_instances(
         (ti,) = await task_instances.create_attempts(
             conn,
             instance_id,
-            [
-                NewAttempt(
-                    task_name="extract",
-                    attempt=1,
-                    retry_times=0,
-                    state=TaskState.SUBMITTED,
-                    priority=Priority.HIGH,
-                    worker_group="",
-                )
-            ],
+            [first_attempt("extract", Priority.HIGH)],
             NOW,
         )
         await put_task_state(conn, ti, TaskState.SUCCEEDED)
