@@ -135,18 +135,20 @@ def run_fanout(client: Client, width: int, pids: Sequence[int]) -> Fanout:
 
 def tree_cpu(pids: Sequence[int]) -> float:
     """CPU seconds (user + system) used so far by these processes, their live descendants and
-    the children each of them reaped (task processes included)."""
-    total = 0.0
+    the children each of them reaped (task processes included). Each process counts once, also
+    when it is one of ``pids`` and a descendant of another (a standalone's worker process)."""
+    procs: dict[int, psutil.Process] = {}
     for pid in pids:
         root = psutil.Process(pid)
-        times = root.cpu_times()
-        total += times.user + times.system + times.children_user + times.children_system
-        for child in root.children(recursive=True):
-            with contextlib.suppress(psutil.Error):  # a task that ended meanwhile
-                child_times = child.cpu_times()
-                # A standalone's worker process reaps the tasks: their CPU is in its children_*.
-                total += child_times.user + child_times.system
-                total += child_times.children_user + child_times.children_system
+        procs[pid] = root
+        with contextlib.suppress(psutil.Error):
+            procs.update((child.pid, child) for child in root.children(recursive=True))
+    total = 0.0
+    for proc in procs.values():
+        with contextlib.suppress(psutil.Error):  # a task that ended meanwhile
+            times = proc.cpu_times()
+            # A standalone's worker process reaps the tasks: their CPU is in its children_*.
+            total += times.user + times.system + times.children_user + times.children_system
     return total
 
 
