@@ -11,10 +11,9 @@ runs the effects.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from dsched.options import TimeoutStrategy
 from dsched.spec import TaskSpec
@@ -28,7 +27,7 @@ from dsched_server.engine.run_state import RunState, Track
 from dsched_server.protocol.execution import TaskExecution
 from dsched_server.store.batch import BatchWrites
 from dsched_server.store.events import NewEvent
-from dsched_server.store.task_instances import NewAttempt, TaskWrite
+from dsched_server.store.task_instances import NewAttempt, TaskValues, TaskWrite
 
 
 @dataclass(slots=True)
@@ -155,7 +154,7 @@ class Decider:
 
     def _finish(self, action: ex.Finish) -> None:
         self.w.path.append(action.state)
-        self.w.fields.update(end_time=self.now, state_reason=action.reason[:1024])
+        self.w.fields.update({"end_time": self.now, "state_reason": action.reason[:1024]})
         self.w.end_event = NewEvent(
             workflow_instance_id=self.st.id, workflow_state=action.state, message=action.reason
         )
@@ -236,7 +235,7 @@ class Decider:
         track: Track,
         expected: Collection[TaskState],
         state: TaskState,
-        values: Mapping[str, Any],
+        values: TaskValues,
         *,
         worker_epoch: int | None = None,
     ) -> bool:
@@ -257,7 +256,7 @@ class Decider:
                 expected=frozenset(expected),
                 state=state,
                 worker_epoch=worker_epoch,
-                values=dict(values),
+                values=values.copy(),
             )
         else:  # a later change of the same row in this batch: same precondition, newer values
             if state is not write.state:

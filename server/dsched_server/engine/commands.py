@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
+from datetime import datetime
 
 from dsched.errors import Unavailable
 from dsched.options import CommandType
@@ -46,6 +46,7 @@ from dsched_server.store import task_instances as ti_repo
 from dsched_server.store.codec import scope_to_json
 from dsched_server.store.database import Conn
 from dsched_server.store.events import NewEvent
+from dsched_server.store.instances import InstanceValues
 
 log = logging.getLogger(__name__)
 
@@ -213,27 +214,29 @@ class CommandConsumer(Background):
 
 
 def _plan(
-    command: CommandRecord, instance: InstanceRecord, now: Any
-) -> tuple[WorkflowState, dict[str, Any], RunScope]:
+    command: CommandRecord, instance: InstanceRecord, now: datetime
+) -> tuple[WorkflowState, InstanceValues, RunScope]:
     """The state, column values and run scope an instance gets when this command is claimed."""
     scope = instance.run_scope
-    values: dict[str, Any] = {"command_type": command.type.value}
+    values: InstanceValues = {"command_type": command.type.value}
     if command.type is CommandType.FAILOVER:
         return command.restore_state or WorkflowState.RUNNING, values, scope
-    values.update(end_time=None, state_reason="")
+    values.update({"end_time": None, "state_reason": ""})
     if command.type is CommandType.START:
         values["start_time"] = now
     elif command.type is CommandType.RERUN:
         scope = instance.options.scope
         values.update(
-            start_time=now,
-            run_times=instance.run_times + 1,
-            var_pool={},
-            run_scope=scope_to_json(scope),
+            {
+                "start_time": now,
+                "run_times": instance.run_times + 1,
+                "var_pool": {},
+                "run_scope": scope_to_json(scope),
+            }
         )
     elif command.type is CommandType.EXECUTE_FROM_TASK and command.scope is not None:
         scope = command.scope
-        values.update(run_times=instance.run_times + 1, run_scope=scope_to_json(scope))
+        values.update({"run_times": instance.run_times + 1, "run_scope": scope_to_json(scope)})
     return WorkflowState.RUNNING, values, scope
 
 

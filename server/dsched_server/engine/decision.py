@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
 
 from dsched.states import InstanceEventKind, TaskState
 from dsched_server.core.controls import ControlRecord
@@ -34,6 +33,7 @@ from dsched_server.engine.messages import (
 from dsched_server.engine.run_state import RunState, Track
 from dsched_server.protocol.ack import Ack, AckDecision
 from dsched_server.protocol.event import TaskEventType
+from dsched_server.store.task_instances import TaskValues
 
 log = logging.getLogger(__name__)
 
@@ -137,16 +137,20 @@ class _Messages(Decider):
         if track.state.terminal:
             self.fx.ack(msg, Ack(AckDecision.REJECTED_STALE, f"attempt already {track.state}"))
             return
-        values: dict[str, Any] = {"host": msg.worker_address, "worker_epoch": msg.worker_epoch}
+        values: TaskValues = {"host": msg.worker_address, "worker_epoch": msg.worker_epoch}
         state, message, out_params = self._outcome(state, event.message, event.out_params)
         if state is TaskState.RUNNING:
-            values.update(start_time=event.event_time, pid=event.pid, log_path=event.log_path)
+            values.update(
+                {"start_time": event.event_time, "pid": event.pid, "log_path": event.log_path}
+            )
         else:
             values.update(
-                end_time=event.event_time,
-                exit_code=event.exit_code,
-                out_params=out_params,
-                state_reason=message[:1024],
+                {
+                    "end_time": event.event_time,
+                    "exit_code": event.exit_code,
+                    "out_params": out_params,
+                    "state_reason": message[:1024],
+                }
             )
         expected = _BEFORE_RUNNING if state is TaskState.RUNNING else _BEFORE_END
         if not self.write(track, expected, state, values, worker_epoch=msg.worker_epoch):
@@ -181,7 +185,7 @@ class _Messages(Decider):
         track = self.st.tracks.get(msg.task_instance_id)
         if track is None or track.state is not TaskState.SUBMITTED:
             return  # superseded, or its RUNNING event overtook this reply and recorded the host
-        values = {
+        values: TaskValues = {
             "host": msg.host,
             "worker_epoch": msg.worker_epoch,
             "log_path": msg.log_path,
@@ -240,7 +244,7 @@ class _Messages(Decider):
         track = self.st.tracks.get(msg.task_instance_id)
         if track is None or track.state is not TaskState.SUBMITTED:
             return
-        reason = {"state_reason": msg.reason[:1024]}
+        reason: TaskValues = {"state_reason": msg.reason[:1024]}
         if self.write(track, {TaskState.SUBMITTED}, TaskState.SUBMITTED, reason):
             self.w.events.append(self.event(track, None, InstanceEventKind.WAITING, msg.reason))
 
@@ -258,7 +262,7 @@ class _Messages(Decider):
             f"no worker took it within the dispatch timeout "
             f"({timedelta(seconds=self.dispatch_timeout())}): {waited or 'none was available'}"
         )
-        values = {"end_time": self.now, "state_reason": reason[:1024]}
+        values: TaskValues = {"end_time": self.now, "state_reason": reason[:1024]}
         if self.write(track, {TaskState.SUBMITTED}, TaskState.FAILED, values):
             self.set_state(track, TaskState.FAILED, reason)
             self.apply(self.st.execution.task_state(track.task, TaskState.FAILED, self.now))

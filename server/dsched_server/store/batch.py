@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
 
 from dsched.errors import Aborted
 from dsched.states import InstanceEventKind, WorkflowState
@@ -26,6 +25,7 @@ from dsched_server.store import instances as instance_repo
 from dsched_server.store import task_instances as ti_repo
 from dsched_server.store.database import Conn, Database
 from dsched_server.store.events import NewEvent
+from dsched_server.store.instances import InstanceValues
 from dsched_server.store.task_instances import NewAttempt, TaskWrite
 
 
@@ -63,7 +63,7 @@ class BatchWrites:
     task_writes: dict[int, TaskWrite] = field(default_factory=dict)
     creates: list[NewAttempt] = field(default_factory=list)
     path: list[WorkflowState] = field(default_factory=list)
-    fields: dict[str, Any] = field(default_factory=dict)
+    fields: InstanceValues = field(default_factory=lambda: InstanceValues())
     controls_seen: tuple[int, ...] | None = None
     control_request: str = ""
     settles: list[ControlSettle] = field(default_factory=list)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import (
     BindParameter,
@@ -52,6 +52,20 @@ WI = table(WorkflowInstance)
 C = table(Command)
 P = table(Project)
 W = table(Workflow)
+
+
+class InstanceValues(TypedDict, total=False):
+    """The plain columns an instance write may set (the state moves only through the functions
+    that check the transition table; the owner's host and epoch only through a claim)."""
+
+    command_type: str
+    start_time: datetime
+    end_time: datetime | None
+    state_reason: str
+    run_times: int
+    run_scope: dict[str, Any]  # codec.scope_to_json's document
+    var_pool: Mapping[str, str]
+
 
 _SELECT = (
     select(WI, P.c.name.label("project_name"), W.c.name.label("workflow_name"))
@@ -296,7 +310,7 @@ async def claim(
     host: str,
     epoch: int,
     state: WorkflowState,
-    values: Mapping[str, Any],
+    values: InstanceValues,
 ) -> bool:
     """Takes a command: deletes it (0 rows = another master has it) and stamps the instance with
     this master's host and epoch and ``state``, in the caller's transaction. IllegalTransition if
@@ -383,7 +397,7 @@ async def set_state(
     epoch: int | None,
     expected: Iterable[WorkflowState],
     state: WorkflowState,
-    values: Mapping[str, Any] | None = None,
+    values: InstanceValues | None = None,
     via: Sequence[WorkflowState] = (),
 ) -> bool:
     """Moves the instance to ``state`` (through ``via``, see :class:`~dsched_server.store.
@@ -414,15 +428,13 @@ async def set_state(
     return False
 
 
-def _no_state(values: Mapping[str, Any]) -> None:
+def _no_state(values: InstanceValues) -> None:
     # The state moves only through the functions that check the transition table.
     if "state" in values:
         raise ValueError("the state is not a plain field: write it with set_state")
 
 
-async def update_fields(
-    conn: Conn, instance_id: int, epoch: int, values: Mapping[str, Any]
-) -> None:
+async def update_fields(conn: Conn, instance_id: int, epoch: int, values: InstanceValues) -> None:
     """Owner write of plain fields (var pool, reason); raises OwnershipLost on a stale epoch."""
     _no_state(values)
     result = await conn.execute(

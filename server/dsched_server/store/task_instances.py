@@ -12,7 +12,7 @@ import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import Row, Update, and_, bindparam, func, insert, or_, select, update
 
@@ -37,6 +37,22 @@ class NewAttempt:
     worker_group: str
 
 
+class TaskValues(TypedDict, total=False):
+    """The plain columns a transition of an attempt may set with its state (the state itself
+    moves only through the transition functions, which check the table)."""
+
+    host: str
+    worker_epoch: int
+    pid: int
+    log_path: str
+    exit_code: int | None
+    start_time: datetime
+    end_time: datetime
+    out_params: Mapping[str, str]
+    state_reason: str
+    valid: bool
+
+
 @dataclass(slots=True, kw_only=True)
 class TaskWrite:
     """One row's transition: applied only if the row is valid, in one of ``expected`` states and
@@ -48,7 +64,7 @@ class TaskWrite:
     expected: frozenset[TaskState]
     state: TaskState
     worker_epoch: int | None
-    values: dict[str, Any]
+    values: TaskValues
     via: tuple[TaskState, ...] = ()
 
     @property
@@ -135,7 +151,7 @@ async def transition(
     expected: Iterable[TaskState],
     state: TaskState,
     worker_epoch: int | None = None,
-    values: Mapping[str, Any] | None = None,
+    values: TaskValues | None = None,
     via: Sequence[TaskState] = (),
 ) -> bool:
     """Moves an attempt to ``state`` (through ``via``) if it is valid and in one of ``expected``
@@ -210,7 +226,7 @@ async def apply_writes(conn: Conn, writes: Sequence[TaskWrite]) -> None:
             {
                 "_id": w.task_instance_id,
                 **({"_worker_epoch": w.worker_epoch} if fenced else {}),
-                **{f"v_{k}": w.values[k] for k in keys},
+                **{f"v_{k}": v for k, v in w.values.items()},
             }
             for w in rows
         ]

@@ -3,9 +3,8 @@ queries."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 import pytest
 from sqlalchemy.exc import IntegrityError
@@ -91,7 +90,7 @@ async def _transition(
     state: TaskState,
     *,
     worker_epoch: int | None = None,
-    values: Mapping[str, Any] | None = None,
+    values: task_instances.TaskValues | None = None,
 ) -> bool:
     return await write(
         db,
@@ -215,7 +214,12 @@ async def test_a_duplicate_attempt_number_is_an_integrity_error_and_changes_noth
 async def test_transition_moves_a_valid_attempt_from_an_expected_state(db: Database) -> None:
     instance_id = await _instance(db)
     (ti,) = await _create(db, instance_id, [_attempt("extract")])
-    values = {"host": "worker-1:1234", "worker_epoch": 5, "pid": 4242, "start_time": at(1)}
+    values: task_instances.TaskValues = {
+        "host": "worker-1:1234",
+        "worker_epoch": 5,
+        "pid": 4242,
+        "start_time": at(1),
+    }
     moved = await _transition(db, ti, [T.SUBMITTED, T.DISPATCHED], T.RUNNING, values=values)
     assert moved is True
     record = await _get(db, ti)
@@ -251,7 +255,11 @@ async def test_a_worker_report_applies_for_an_unowned_attempt_or_the_owning_work
     # Now only epoch 5 (or a master-side write without an epoch) applies.
     assert not await _transition(db, ti, [T.RUNNING], T.FAILED, worker_epoch=6)
     assert (await _get(db, ti)).state is T.RUNNING
-    out = {"out_params": {"ROWS": "42"}, "exit_code": 3, "end_time": at(9)}
+    out: task_instances.TaskValues = {
+        "out_params": {"ROWS": "42"},
+        "exit_code": 3,
+        "end_time": at(9),
+    }
     assert await _transition(db, ti, [T.RUNNING], T.FAILED, worker_epoch=5, values=out)
     assert await _transition(db, ti, [T.FAILED], T.FORCED_SUCCESS)  # master: no epoch
     record = await _get(db, ti)

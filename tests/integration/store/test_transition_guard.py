@@ -113,7 +113,7 @@ Write = Callable[[Database], Awaitable[object]]
 def _task_writes(ti: int, instance_id: int, src: TaskState, dst: TaskState) -> dict[str, Write]:
     """The task state write paths: the runner's batch commit (one store call), the bulk write it
     uses, and the API's single transition."""
-    values = {"state_reason": "after", "end_time": at(5)}
+    values: task_instances.TaskValues = {"state_reason": "after", "end_time": at(5)}
 
     def task_write() -> TaskWrite:
         return TaskWrite(
@@ -121,7 +121,7 @@ def _task_writes(ti: int, instance_id: int, src: TaskState, dst: TaskState) -> d
             expected=frozenset({src}),
             state=dst,
             worker_epoch=None,
-            values=dict(values),
+            values=values.copy(),
         )
 
     writes = BatchWrites(
@@ -247,14 +247,14 @@ async def test_an_attempt_is_created_queued_only(db: Database, state: TaskState)
 def _workflow_writes(instance_id: int, src: WorkflowState, dst: WorkflowState) -> dict[str, Write]:
     """The workflow state write paths: the runner's batch commit, the owner's fenced write it
     uses, and the API's unfenced one."""
-    values = {"state_reason": "after"}
+    values: instances.InstanceValues = {"state_reason": "after"}
     writes = BatchWrites(
         instance_id=instance_id,
         epoch=EPOCH,
         now=at(5),
         state_before=src,
         path=[dst],
-        fields=dict(values),
+        fields=values.copy(),
     )
     return {
         "commit": lambda db: batch.commit(db, writes),
@@ -327,6 +327,12 @@ async def test_the_state_is_no_plain_field(db: Database) -> None:
     instance_id = await _instance(db)
     with pytest.raises(ValueError, match="set_state"):
         await write(
-            db, lambda c: instances.update_fields(c, instance_id, EPOCH, {"state": "SUCCEEDED"})
+            db,
+            lambda c: instances.update_fields(
+                c,
+                instance_id,
+                EPOCH,
+                {"state": "SUCCEEDED"},  # type: ignore[typeddict-unknown-key]
+            ),
         )
     assert (await read(db, lambda c: instances.get_instance(c, instance_id))).state is W.RUNNING

@@ -68,7 +68,7 @@ async def test_nullable_datetimes_round_trip_none_and_values(db: Database) -> No
     assert (fresh.start_time, fresh.end_time) == (None, None)
 
     end = NOW + timedelta(microseconds=7)
-    times = {"start_time": NOW, "end_time": end}
+    times: instances.InstanceValues = {"start_time": NOW, "end_time": end}
     await write(db, lambda c: instances.update_fields(c, instance_id, 0, times))
     loaded = await read(db, lambda c: instances.get_instance(c, instance_id))
     assert (loaded.start_time, loaded.end_time) == (NOW, end)
