@@ -2,8 +2,8 @@
 over N one-task runs, each started and watched to its end twice (``dsched run --wait``, then a
 second look), after a warm-up. Prints the bytes retained per run and the ten largest growths by
 allocation site; a long-lived server should keep next to nothing (ARCHITECTURE.md §11; the worker's
-memory of finished attempts, for idempotent re-dispatch, is the one expected entry: it empties
-after one to two hours).
+memory of finished attempts, for idempotent re-dispatch, is the one expected entry: 16 bytes an
+attempt, at most ``remember_finished`` of them, and it empties after one to two hours).
 
     .venv/bin/python -m tests.bench.memory_growth [RUNS]        # default 1000
 """
