@@ -37,10 +37,6 @@ class Plan:
     writes: BatchWrites
     effects: Effects
 
-    @property
-    def finishes(self) -> bool:
-        return self.writes.end_event is not None
-
 
 class Decider:
     """Decides one batch of one instance (see the module docstring)."""

@@ -27,7 +27,6 @@ from collections.abc import Callable, Sequence
 
 from dsched.errors import DschedError, IllegalTransition, OwnershipLost, Unavailable
 from dsched_server.core.controls import ControlRecord
-from dsched_server.core.records import InstanceRecord
 from dsched_server.engine import decision
 from dsched_server.engine.executor import EffectExecutor
 from dsched_server.engine.messages import (
@@ -62,6 +61,9 @@ class InstanceRunner:
         self.s = services
         self.executor = executor
         self.state = state
+        # The instance as claimed (its state moves in ``state``): the runner's for its whole life.
+        self.id = state.id
+        self.instance = state.instance
         self._pending = list(pending)
         self._queue: asyncio.Queue[Message] = asyncio.Queue()
         self._backlog: deque[Message] = deque()  # taken off the queue, for the next batch
@@ -69,14 +71,6 @@ class InstanceRunner:
         self._on_exit = on_exit
         self.done = False
         self.task: asyncio.Task[None] | None = None
-
-    @property
-    def id(self) -> int:
-        return self.state.id
-
-    @property
-    def instance(self) -> InstanceRecord:
-        return self.state.instance
 
     def post(self, message: Message) -> None:
         self._queue.put_nowait(message)
