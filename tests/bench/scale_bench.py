@@ -7,7 +7,9 @@ each followed to its end by a watch the way ``dsched run --wait`` does (the path
 memory per watched instance). At the checkpoint (1,000 runs) and at N it measures, side by side:
 
 * runs/s over the last ``--window`` runs before each checkpoint;
-* the server's RSS (before the first run, at each checkpoint, after clean-up);
+* the server's RSS (before the first run, at each checkpoint, after clean-up): of each of its
+  processes (the standalone, which is the master, and its worker process when it has one) and
+  their sum;
 * the disk bytes (allocated blocks) and inodes the data directory holds, per run, in all and by
   part (the SQLite database with its WAL, task logs, working directories, the rest), and the bytes
   of the database pages in use (a delete frees pages for reuse; the file keeps its size);
@@ -16,10 +18,10 @@ memory per watched instance). At the checkpoint (1,000 runs) and at N it measure
   which nearly all are, and FAILED, which none is), the task instances of the newest run and its
   events (a watch of the finished instance from its start).
 
-Then the ratios (N / first checkpoint; flat is about 1). The server's RSS is flat when at N and
-after the clean-up it is within ``RSS_FLAT`` (5 %) of its value at the first checkpoint; the table
-also gives its growth per run between the two (a server that keeps something per run shows it
-there, whatever the noise of the RSS). Clean-up is ``dsched cleanup
+Then the ratios (N / first checkpoint; flat is about 1). The server's RSS (its processes' sum)
+is flat when at N and after the clean-up it is within ``RSS_FLAT`` (5 %) of its value at the
+first checkpoint; the table also gives its growth per run between the two (a server that keeps
+something per run shows it there, whatever the noise of the RSS). Clean-up is ``dsched cleanup
 --older-than 1s --what request_ids,events,instances`` (every finished run's history on the
 master) when this checkout has that command; otherwise the bench says "clean-up: not available"
 and reports no after-clean-up figures. Task logs are the worker's, kept for
@@ -149,9 +151,14 @@ def latencies(client: Client, samples: int) -> dict[str, float]:
 class Checkpoint:
     runs: int
     runs_per_second: float
-    rss: int
+    rss: dict[str, int]  # by process
     disk: Disk
     latency_ms: dict[str, float]
+
+
+def rss_of(processes: dict[str, psutil.Process]) -> dict[str, int]:
+    """The RSS of each process (bytes), by name."""
+    return {name: p.memory_info().rss for name, p in processes.items()}
 
 
 def one_run(client: Client) -> None:
@@ -200,15 +207,17 @@ def main() -> int:
         standalone(args.slots, args.data_parent) as (address, pids),
         Client.connect(address) as client,
     ):
-        pid = pids[0]  # the standalone (its master): what a long life grows
-        server = psutil.Process(pid)
-        data_dir = data_dir_of(pid)
+        # Task processes and the reaper are not the server's: its master and its worker are.
+        processes = {"standalone (master)": psutil.Process(pids[0])}
+        if len(pids) > 1:
+            processes["its worker process"] = psutil.Process(pids[1])
+        data_dir = data_dir_of(pids[0])
         for project, name in ((PROJECT, "one"), (RARE_PROJECT, "lone")):
             client.ensure_project(project)
             with Workflow(name, project=project) as wf:
                 Shell("only", "true")
             wf.run(wait=True, client=client)  # submits it, puts it online, warms the path up
-        base_rss, base_disk = server.memory_info().rss, disk_usage(data_dir)
+        base_rss, base_disk = rss_of(processes), disk_usage(data_dir)
         checkpoints: list[Checkpoint] = []
         window_start = time.perf_counter()
         for done in range(1, args.runs + 1):
@@ -221,7 +230,7 @@ def main() -> int:
                     Checkpoint(
                         done,
                         rate,
-                        server.memory_info().rss,
+                        rss_of(processes),
                         disk_usage(data_dir),
                         latencies(client, args.samples),
                     )
@@ -232,7 +241,7 @@ def main() -> int:
         cleaned = None
         if command is not None:
             print(run_cleanup(command, address))
-            cleaned = (server.memory_info().rss, disk_usage(data_dir))
+            cleaned = (rss_of(processes), disk_usage(data_dir))
     first, last = checkpoints
     table = table_of(first, last, base_disk, cleaned)
     title = (
@@ -241,7 +250,8 @@ def main() -> int:
         f"load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
     )
     code = report_beside(title, table.columns)
-    print(f"server RSS before the first run: {base_rss / MB:.1f} MB")
+    before = ", ".join(f"{name} {rss / MB:.1f}" for name, rss in base_rss.items())
+    print(f"server RSS before the first run: {sum(base_rss.values()) / MB:.1f} MB ({before})")
     if cleaned is None:
         print("clean-up: not available (this checkout has no `dsched cleanup`)")
     return code
@@ -291,7 +301,7 @@ def table_of(
     first: Checkpoint,
     last: Checkpoint,
     base_disk: Disk,
-    cleaned: tuple[int, Disk] | None,
+    cleaned: tuple[dict[str, int], Disk] | None,
 ) -> Table:
     def kb(part: str | None) -> Callable[[Disk, int], float]:
         def of(disk: Disk, runs: int) -> float:
@@ -310,14 +320,28 @@ def table_of(
     table = Table(first, last)
     rate = (first.runs_per_second, last.runs_per_second)
     table.add("runs/s", rate, 1, RUNS_DROP, grow=False)
-    rss = (first.rss / MB, last.rss / MB)
-    table.add("server RSS (MB)", rss, 1, RSS_FLAT, after=cleaned and cleaned[0] / MB)
+    total = (sum(first.rss.values()), sum(last.rss.values()))
+    after = sum(cleaned[0].values()) if cleaned else None
+    table.add(
+        "server RSS, all its processes (MB)",
+        (total[0] / MB, total[1] / MB),
+        1,
+        RSS_FLAT,
+        after=after and after / MB,
+    )
+    for name in first.rss:
+        table.add(
+            f"  {name} (MB)",
+            (first.rss[name] / MB, last.rss[name] / MB),
+            1,
+            after=cleaned and cleaned[0][name] / MB,
+        )
     runs_between = last.runs - first.runs
     table.add(
-        "  RSS growth since the first checkpoint (KB/run)",
-        (0.0, (last.rss - first.rss) / runs_between / 1024),
+        "  growth of the sum since the first checkpoint (KB/run)",
+        (0.0, (total[1] - total[0]) / runs_between / 1024),
         3,
-        after=cleaned and (cleaned[0] - first.rss) / runs_between / 1024,
+        after=after and (after - total[0]) / runs_between / 1024,
     )
     per_run: list[tuple[str, Callable[[Disk, int], float]]] = [
         ("disk per run (KB)", kb(None)),
