@@ -30,6 +30,7 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	scripts/dupscan
 
 typecheck: setup
 	$(BIN)/mypy clients/python/dsched server/dsched_server worker/dsched_worker tests
