@@ -34,7 +34,7 @@ import grpc
 from grpc import aio
 
 from dsched.backoff import Backoff
-from dsched.errors import FailedPrecondition, Unavailable, error_class
+from dsched.errors import DschedError, FailedPrecondition, Unavailable, error_class
 from dsched.v1 import registry_service_pb2 as pb
 from dsched.v1 import registry_service_pb2_grpc as pb_grpc
 from dsched_server.constants import REGISTRY_SESSION_TIMEOUT_S
@@ -257,10 +257,12 @@ class GrpcRegistry:
                 raise Unavailable(f"the registry session ended while acquiring {request.path}")
             yield
         finally:
-            # Leaves the queue (cancelled while waiting) or gives the lock back; a session that
-            # ended took both with it.
+            # Leaves the queue (cancelled while waiting) or gives the lock back, and waits for it
+            # as for a ZooKeeper delete; a session that ended took both with it.
             if link.alive:
-                link.send(pb.SessionRequest(call=pb.REGISTRY_CALL_RELEASE, target=ticket))
+                release = pb.SessionRequest(call=pb.REGISTRY_CALL_RELEASE, target=ticket)
+                with contextlib.suppress(DschedError):
+                    await _answer(link.ask(release))
 
     async def _live_link(self) -> _Link:
         """The session to act in, once connected; like the embedded registry's ``_live_session``:

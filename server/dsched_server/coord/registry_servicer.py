@@ -61,6 +61,7 @@ class _Session:
         self.out: _Outgoing = asyncio.Queue()
         self._releases: dict[int, Callable[[], None]] = {}  # watch/lock/election call id -> release
         self._holds: set[asyncio.Task[None]] = set()
+        self._held: dict[int, asyncio.Task[None]] = {}  # lock/election call id -> its hold
         self._heard = 0.0
         self._closed = False
 
@@ -125,6 +126,12 @@ class _Session:
             release = self._releases.pop(request.target, None)
             if release is not None:
                 release()
+            hold = self._held.pop(request.target, None)
+            if hold is not None:
+                # Answered once the lock or the place in the queue is given up, as a ZooKeeper
+                # delete is: whoever the holder tells next finds it free.
+                await asyncio.gather(hold, return_exceptions=True)
+            self.out.put_nowait(pb.SessionResponse(call_id=call_id, reply=pb.REGISTRY_REPLY_DONE))
             return
         try:
             if call == pb.REGISTRY_CALL_WATCH:
@@ -183,11 +190,13 @@ class _Session:
                     await asyncio.Event().wait()  # until cancelled by the release
             except DschedError as exc:
                 self._releases.pop(call_id, None)
+                self._held.pop(call_id, None)
                 self.out.put_nowait(_failed(call_id, exc))
 
         task = asyncio.get_running_loop().create_task(hold(), name=f"registry-hold-{call_id}")
         self._holds.add(task)
         task.add_done_callback(self._holds.discard)
+        self._held[call_id] = task
 
         def release() -> None:
             task.cancel()
@@ -196,10 +205,12 @@ class _Session:
 
 
 class RegistryServicer(pb_grpc.RegistryServiceServicer):
-    """Serves sessions on ``ensemble``; :meth:`expire` ends one as a timeout would."""
+    """Serves sessions on ``ensemble``; :meth:`expire` ends one as a timeout would. A stream that
+    does not open a session within ``open_timeout`` seconds is ended (it holds nothing yet)."""
 
-    def __init__(self, ensemble: EmbeddedEnsemble) -> None:
+    def __init__(self, ensemble: EmbeddedEnsemble, *, open_timeout: float = 10.0) -> None:
         self._ensemble = ensemble
+        self._open_timeout = open_timeout
         self._numbers = itertools.count(1)
         self._sessions: dict[int, _Session] = {}
 
@@ -224,7 +235,10 @@ class RegistryServicer(pb_grpc.RegistryServiceServicer):
         request_iterator: AsyncIterator[pb.SessionRequest],
         context: grpc.aio.ServicerContext[pb.SessionRequest, pb.SessionResponse],
     ) -> AsyncIterator[pb.SessionResponse]:
-        first = await anext(aiter(request_iterator), None)
+        try:
+            first = await asyncio.wait_for(anext(aiter(request_iterator), None), self._open_timeout)
+        except TimeoutError:
+            first = None
         if first is None:
             return
         timeout = first.session_timeout.ToTimedelta().total_seconds()
@@ -260,8 +274,10 @@ class RegistryServer:
     """``RegistryService`` on ``ensemble``, with health and reflection, bound to ``bind``
     (``127.0.0.1:0``: loopback, any free port). ``address`` is the bound ``host:port``."""
 
-    def __init__(self, ensemble: EmbeddedEnsemble, bind: str = "127.0.0.1:0") -> None:
-        self.servicer = RegistryServicer(ensemble)
+    def __init__(
+        self, ensemble: EmbeddedEnsemble, bind: str = "127.0.0.1:0", *, open_timeout: float = 10.0
+    ) -> None:
+        self.servicer = RegistryServicer(ensemble, open_timeout=open_timeout)
         name = pb.DESCRIPTOR.services_by_name["RegistryService"].full_name
         register = pb_grpc.add_RegistryServiceServicer_to_server
         self._serving = Serving([Service(name, self.servicer, register)], bind)

@@ -154,3 +154,17 @@ async def test_a_silent_server_suspends_the_client_and_a_closed_stream_loses_the
         servicer.release.set()
         await client.stop()
         await serving.stop(0)
+
+
+async def test_a_stream_that_never_opens_a_session_is_ended(tmp_path: Path) -> None:
+    server = RegistryServer(EmbeddedEnsemble(tmp_path / "registry"), open_timeout=0.5)
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(server.address) as channel:
+            call = pb_grpc.RegistryServiceStub(channel).Session()
+            # Nothing sent: the server gives up on the stream instead of holding it for ever.
+            assert not isinstance(await asyncio.wait_for(call.read(), WAIT), pb.SessionResponse)
+            assert await call.code() == grpc.StatusCode.OK
+            assert server.servicer.sessions == 0
+    finally:
+        await server.stop()
