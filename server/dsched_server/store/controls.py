@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, insert, or_, select, update
+from sqlalchemy import Row, bindparam, insert, or_, select, update
 
 from dsched.states import WorkflowState
 from dsched_server.core.controls import ControlKind, ControlOutcome, ControlRecord
@@ -21,6 +21,23 @@ from dsched_server.store.models import ControlRequest, WorkflowInstance, table
 CR = table(ControlRequest)
 WI = table(WorkflowInstance)
 PENDING = ControlOutcome.PENDING.value
+# Built once (see instances._GET): every claim reads the pending controls, every end refuses them.
+_OF_INSTANCE = (CR.c.workflow_instance_id == bindparam("_instance")) & (CR.c.outcome == PENDING)
+_PENDING = select(CR).where(_OF_INSTANCE).order_by(CR.c.id)
+_PENDING_OR_REQUEST = (
+    select(CR).where(or_(_OF_INSTANCE, CR.c.request_id == bindparam("_request"))).order_by(CR.c.id)
+)
+_REJECT = (
+    update(CR)
+    .where(_OF_INSTANCE)
+    .values(
+        outcome=ControlOutcome.REJECTED.value,
+        outcome_state=bindparam("_state"),
+        outcome_reason=bindparam("_reason"),
+        applied_by=bindparam("_epoch"),
+        apply_time=bindparam("_now"),
+    )
+)
 
 
 def _record(row: Row[Any]) -> ControlRecord:
@@ -91,12 +108,12 @@ async def pending(conn: Conn, instance_id: int, *, or_request: str = "") -> list
     """The pending controls of an instance in recording order, plus (with ``or_request``) the
     control recorded under that request id whatever its instance or outcome: one query for the
     owner, which must apply the first and must not record the second twice."""
-    wanted: ColumnElement[bool] = (CR.c.workflow_instance_id == instance_id) & (
-        CR.c.outcome == PENDING
-    )
     if or_request:
-        wanted = or_(wanted, CR.c.request_id == or_request)
-    rows = await conn.execute(select(CR).where(wanted).order_by(CR.c.id))
+        rows = await conn.execute(
+            _PENDING_OR_REQUEST, {"_instance": instance_id, "_request": or_request}
+        )
+    else:
+        rows = await conn.execute(_PENDING, {"_instance": instance_id})
     return [_record(r) for r in rows]
 
 
@@ -131,15 +148,14 @@ async def reject_pending(
     """Refuses every control still pending for an instance that ended in ``state`` (in the owner's
     finishing transaction); returns how many there were."""
     result = await conn.execute(
-        update(CR)
-        .where(CR.c.workflow_instance_id == instance_id, CR.c.outcome == PENDING)
-        .values(
-            outcome=ControlOutcome.REJECTED.value,
-            outcome_state=state.value,
-            outcome_reason=reason[:1024],
-            applied_by=epoch,
-            apply_time=now,
-        )
+        _REJECT,
+        {
+            "_instance": instance_id,
+            "_state": state.value,
+            "_reason": reason[:1024],
+            "_epoch": epoch,
+            "_now": now,
+        },
     )
     return int(result.rowcount)
 

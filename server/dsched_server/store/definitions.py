@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 
-from sqlalchemy import Row, RowMapping, delete, func, insert, select, update
+from sqlalchemy import Row, RowMapping, bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from dsched.errors import (
@@ -39,6 +39,11 @@ V = table(WorkflowVersion)
 TD = table(TaskDefinition)
 E = table(TaskEdge)
 WI = table(WorkflowInstance)
+
+# Built once (see instances._GET): every start and every claim reads a head.
+_HEAD = select(W, P.c.name.label("project_name")).join(P, P.c.id == W.c.project_id)
+_HEAD_BY_CODE = _HEAD.where(W.c.id == bindparam("_code"))
+_HEAD_BY_NAME = _HEAD.where(P.c.name == bindparam("_project"), W.c.name == bindparam("_name"))
 
 _UNFINISHED = [s.value for s in (*OWNED_STATES, WorkflowState.SUBMITTED, WorkflowState.FAILOVER)]
 
@@ -95,12 +100,7 @@ async def delete_project(conn: Conn, name: str) -> None:
 
 
 async def _head(conn: Conn, project: str, name: str) -> Row[tuple[object, ...]]:
-    query = (
-        select(W, P.c.name.label("project_name"))
-        .join(P, P.c.id == W.c.project_id)
-        .where(P.c.name == project, W.c.name == name)
-    )
-    row = (await conn.execute(query)).first()
+    row = (await conn.execute(_HEAD_BY_NAME, {"_project": project, "_name": name})).first()
     if row is None:
         raise NotFound(
             f"workflow {project}/{name} not found",
@@ -215,13 +215,7 @@ async def get_workflow(conn: Conn, project: str, name: str, version: int = 0) ->
 
 async def get_workflow_by_code(conn: Conn, code: int, version: int = 0) -> WorkflowRecord:
     """Loads one version (0 = current) of a workflow with its tasks and edges."""
-    head_row = (
-        await conn.execute(
-            select(W, P.c.name.label("project_name"))
-            .join(P, P.c.id == W.c.project_id)
-            .where(W.c.id == code)
-        )
-    ).first()
+    head_row = (await conn.execute(_HEAD_BY_CODE, {"_code": code})).first()
     if head_row is None:
         raise NotFound(f"workflow {code} not found", metadata={"workflow_code": str(code)})
     return await _load(conn, head_row._mapping, version)

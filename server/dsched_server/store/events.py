@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import Select, bindparam, func, insert, select
 
 from dsched.states import InstanceEventKind, TaskState, WorkflowState
 from dsched_server.core.records import EventRecord
@@ -14,6 +16,8 @@ from dsched_server.store.database import Conn
 from dsched_server.store.models import InstanceEvent, table
 
 EV = table(InstanceEvent)
+# Built once (see instances._GET): every batch appends, every watch reads.
+_APPEND = insert(EV)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,7 +36,7 @@ async def append(conn: Conn, events: Sequence[NewEvent], now: datetime) -> None:
     if not events:
         return
     await conn.execute(
-        insert(EV),
+        _APPEND,
         [
             {
                 "workflow_instance_id": e.workflow_instance_id,
@@ -50,12 +54,7 @@ async def append(conn: Conn, events: Sequence[NewEvent], now: datetime) -> None:
 
 
 async def after(conn: Conn, instance_id: int, sequence: int, limit: int = 500) -> list[EventRecord]:
-    rows = await conn.execute(
-        select(EV)
-        .where(EV.c.workflow_instance_id == instance_id, EV.c.sequence > sequence)
-        .order_by(EV.c.sequence)
-        .limit(limit)
-    )
+    rows = await conn.execute(_after(limit), {"_instance": instance_id, "_sequence": sequence})
     return [
         EventRecord(
             sequence=r.sequence,
@@ -70,6 +69,19 @@ async def after(conn: Conn, instance_id: int, sequence: int, limit: int = 500) -
         )
         for r in rows
     ]
+
+
+@functools.lru_cache(maxsize=8)
+def _after(limit: int) -> Select[Any]:
+    return (
+        select(EV)
+        .where(
+            EV.c.workflow_instance_id == bindparam("_instance"),
+            EV.c.sequence > bindparam("_sequence"),
+        )
+        .order_by(EV.c.sequence)
+        .limit(limit)
+    )
 
 
 async def last_sequence(conn: Conn, instance_id: int) -> int:

@@ -4,23 +4,24 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import insert, select
+from sqlalchemy import bindparam, insert, select
 
 from dsched.errors import FailedPrecondition
 from dsched_server.store.database import Conn
 from dsched_server.store.models import RequestLog, table
 
 R = table(RequestLog)
+# Built once (see instances._GET): every mutating request reads and writes one.
+_RECALL = select(R.c.method, R.c.response, R.c.fingerprint).where(
+    R.c.request_id == bindparam("_id")
+)
+_REMEMBER = insert(R)
 
 
 async def recall(conn: Conn, request_id: str, method: str, fingerprint: str = "") -> bytes | None:
     """The stored answer for ``request_id``, or None. The id reused for another method, or for a
     request with another ``fingerprint`` (when both are known), is REQUEST_ID_REUSED."""
-    row = (
-        await conn.execute(
-            select(R.c.method, R.c.response, R.c.fingerprint).where(R.c.request_id == request_id)
-        )
-    ).first()
+    row = (await conn.execute(_RECALL, {"_id": request_id})).first()
     if row is None:
         return None
     if row.method != method:
@@ -49,11 +50,12 @@ async def remember(
 ) -> None:
     """Stores the answer in the caller's transaction; a concurrent duplicate fails its commit."""
     await conn.execute(
-        insert(R).values(
-            request_id=request_id,
-            method=method,
-            response=response,
-            create_time=now,
-            fingerprint=fingerprint or None,
-        )
+        _REMEMBER,
+        {
+            "request_id": request_id,
+            "method": method,
+            "response": response,
+            "create_time": now,
+            "fingerprint": fingerprint or None,
+        },
     )

@@ -140,7 +140,7 @@ async def create_attempts(
         }
         for a in attempts
     ]
-    result = await conn.execute(insert(TI).returning(TI.c.id, sort_by_parameter_order=True), rows)
+    result = await conn.execute(_CREATE, rows)
     return [int(r[0]) for r in result]
 
 
@@ -265,22 +265,28 @@ async def get(conn: Conn, task_instance_id: int) -> TaskInstanceRecord:
     return record(row)
 
 
+# Built once (see instances._GET): every claim restores an instance's attempts.
+_VALID = (
+    select(TI)
+    .where(TI.c.workflow_instance_id == bindparam("_instance"), TI.c.valid.is_(True))
+    .order_by(TI.c.id)
+)
+_LAST = (
+    select(TI.c.task_name, func.max(TI.c.attempt).label("top"))
+    .where(TI.c.workflow_instance_id == bindparam("_instance"))
+    .group_by(TI.c.task_name)
+)
+_CREATE = insert(TI).returning(TI.c.id, sort_by_parameter_order=True)
+
+
 async def valid_attempts(conn: Conn, instance_id: int) -> list[TaskInstanceRecord]:
-    rows = await conn.execute(
-        select(TI)
-        .where(TI.c.workflow_instance_id == instance_id, TI.c.valid.is_(True))
-        .order_by(TI.c.id)
-    )
+    rows = await conn.execute(_VALID, {"_instance": instance_id})
     return [record(r) for r in rows]
 
 
 async def last_attempts(conn: Conn, instance_id: int) -> dict[str, int]:
     """Highest attempt number per task, superseded attempts included."""
-    rows = await conn.execute(
-        select(TI.c.task_name, func.max(TI.c.attempt).label("top"))
-        .where(TI.c.workflow_instance_id == instance_id)
-        .group_by(TI.c.task_name)
-    )
+    rows = await conn.execute(_LAST, {"_instance": instance_id})
     return {r.task_name: int(r.top) for r in rows}
 
 
