@@ -65,6 +65,7 @@ def _start_run(request: pb.StartWorkflowRequest) -> runs.StartRun:
     checks.name("project", request.project, "project name")
     checks.name("workflow", request.workflow, "workflow name")
     checks.params("params", request.params)
+    checks.templates("params", request.params)
     checks.task_names("start_tasks", request.start_tasks)
     checks.optional_worker_group("worker_group", request.worker_group)
     checks.request_id(request.request_id)

@@ -9,8 +9,15 @@ from typing import TypeVar
 
 from dsched.convert import EnumMap
 from dsched.errors import FieldViolation, InvalidArgument
-from dsched.names import name_violation, reason_for, worker_group_violation
-from dsched.spec import _CONTROL_RE, MAX_TASKS, params_size_violation, params_violations
+from dsched.names import name_violation, param_path, reason_for, worker_group_violation
+from dsched.spec import (
+    _CONTROL_RE,
+    MAX_TASKS,
+    WorkflowSpec,
+    params_size_violation,
+    params_violations,
+)
+from dsched_server.core.param_values import params_errors
 
 E = TypeVar("E", bound=StrEnum)
 MAX_REQUEST_ID = 128
@@ -62,6 +69,22 @@ class Checks:
         if too_large is not None:
             self.violations.append(too_large)
             self.too_large = True
+
+    def templates(self, field: str, value: Mapping[str, str]) -> None:
+        """Checks the ``$[...]`` time expressions and ``${system....}`` references in the values
+        of a parameter map (README: Time parameters), so that a value that cannot be expanded is
+        refused here rather than failing a task later."""
+        for name, error in params_errors(value).items():
+            self.add(
+                param_path(field, name),
+                f"value: {error.reason} (at character {error.position} of the value)",
+            )
+
+    def definition_templates(self, spec: WorkflowSpec) -> None:
+        """:meth:`templates` of a definition's global and local parameters."""
+        self.templates("workflow.params", spec.params)
+        for i, task in enumerate(spec.tasks):
+            self.templates(f"workflow.tasks[{i}].params", task.params)
 
     def task_names(self, field: str, names: Iterable[str]) -> None:
         seen: set[str] = set()

@@ -27,9 +27,12 @@ from datetime import datetime
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-from dsched_server.core.builtin_params import NAMES, PREFIX
+from dsched_server.core.builtin_params import NAMES, PREFIX, RunIdentity, builtin_params
+from dsched_server.core.params import resolve_params
+from dsched_server.core.records import InstanceRecord
 from dsched_server.core.time_expr import TimeExpr, TimeExprError, compile_expr
 
+_UTC = ZoneInfo("UTC")
 _REFERENCE = re.compile(r"\$\{([A-Za-z0-9_.]+)\}")
 
 
@@ -148,3 +151,39 @@ def expand_params(
         name: expand_value(value, schedule_time=schedule_time, zone=zone, builtins=builtins)
         for name, value in params.items()
     }
+
+
+def time_basis(instance: InstanceRecord) -> tuple[datetime, ZoneInfo]:
+    """The schedule time and time zone a run's templates are evaluated against.
+
+    Instances do not carry a schedule time of their own yet (issue 10's scheduling adds one): until
+    then it is the time the run was submitted, in UTC. A rerun or a recovery of the same instance
+    keeps it, so every attempt of a run sees the same business date.
+    """
+    return instance.submit_time, _UTC
+
+
+def task_params(
+    *,
+    instance: InstanceRecord,
+    identity: RunIdentity,
+    global_params: Mapping[str, str],
+    var_pool: Mapping[str, str],
+    local_params: Mapping[str, str],
+    startup_params: Mapping[str, str],
+) -> dict[str, str]:
+    """An attempt's parameters: the templates of the global, local and startup levels expanded
+    against the run's :func:`time_basis`, then the levels merged (:func:`resolve_params`).
+    Raises :class:`TimeExprError` for a value that cannot be expanded."""
+    schedule_time, zone = time_basis(instance)
+    builtins = builtin_params(schedule_time, zone, identity)
+
+    def expand(params: Mapping[str, str]) -> dict[str, str]:
+        return expand_params(params, schedule_time=schedule_time, zone=zone, builtins=builtins)
+
+    return resolve_params(
+        global_params=expand(global_params),
+        var_pool=var_pool,
+        local_params=expand(local_params),
+        startup_params=expand(startup_params),
+    )

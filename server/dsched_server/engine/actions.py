@@ -19,7 +19,10 @@ from dsched.options import TimeoutStrategy
 from dsched.spec import TaskSpec
 from dsched.states import InstanceEventKind, TaskState, WorkflowState
 from dsched_server.core import execution as ex
-from dsched_server.core.params import idempotency_key, resolve_params
+from dsched_server.core.builtin_params import RunIdentity
+from dsched_server.core.param_values import task_params
+from dsched_server.core.params import idempotency_key
+from dsched_server.core.time_expr import TimeExprError
 from dsched_server.engine.effects import Effects
 from dsched_server.engine.jobs import DispatchJob
 from dsched_server.engine.messages import AttemptCheck, Check, RetryDue
@@ -163,10 +166,24 @@ class Decider:
 
     def dispatch(self, track: Track) -> None:
         """Queues the attempt for a worker and, with a dispatch timeout, arms its deadline."""
-        self.fx.dispatch(self._job(track))
+        try:
+            job = self._job(track)
+        except TimeExprError as exc:
+            # Only a value stored before templates were checked, or a result beyond the
+            # calendar: the attempt fails saying so rather than run with a wrong value.
+            self._refuse(track, f"a parameter cannot be expanded: {exc}")
+            return
+        self.fx.dispatch(job)
         limit = self.dispatch_timeout()
         if limit > 0:
             self.fx.timer(limit, AttemptCheck(Check.DISPATCH, track.ti_id))
+
+    def _refuse(self, track: Track, reason: str) -> None:
+        """Fails an attempt that cannot be dispatched (it never reached a worker)."""
+        values: TaskValues = {"end_time": self.now, "state_reason": reason[:1024]}
+        if self.write(track, {TaskState.SUBMITTED}, TaskState.FAILED, values):
+            self.set_state(track, TaskState.FAILED, reason)
+            self.apply(self.st.execution.task_state(track.task, TaskState.FAILED, self.now))
 
     def dispatch_timeout(self) -> float:
         """Seconds a ready attempt may wait for a worker (0: no limit): the run's, else the
@@ -191,7 +208,17 @@ class Decider:
             task_name=track.task,
             idempotency_key=idempotency_key(st.id, track.task, track.attempt),
             kind=task.kind,
-            params=resolve_params(
+            params=task_params(
+                instance=st.instance,
+                identity=RunIdentity(
+                    workflow_instance_id=st.id,
+                    task_instance_id=track.ti_id,
+                    task_name=track.task,
+                    workflow_name=st.workflow.spec.name,
+                    workflow_code=st.workflow.id,
+                    project_name=st.workflow.project,
+                    project_code=st.workflow.project_id,
+                ),
                 global_params=st.workflow.spec.params,
                 var_pool=st.var_pool,
                 local_params=task.params,

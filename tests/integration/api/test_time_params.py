@@ -1,0 +1,163 @@
+"""Time parameters through the API (issue 10): hostile ``$[...]`` and ``${system....}`` values
+refused with INVALID_ARGUMENT and the parameter's field wherever a value enters (a definition's
+global and local parameters, an update, a run's start parameters) with nothing stored, and the
+values a real task receives, on a real master and worker over gRPC with real bash processes, on
+every supported metadata database."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from datetime import UTC, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.api.conftest import (
+    SUCCEEDED,
+    Cluster,
+    assert_invalid,
+    enums,
+    failure,
+    instance,
+    online_workflow,
+    pb,
+    run_to_end,
+    shell,
+    snapshot,
+    start,
+    start_cluster,
+    workflow,
+)
+
+pytestmark = pytest.mark.timeout(300)
+
+PROJECT = "p"
+HOSTILE = [
+    ("$[yyyyMMDD]", "day of the year"),
+    ("$[YYYY-MM-dd]", "week-based year"),
+    ("$[yyyyMMdd-1/0]", "division by zero"),
+    ("$[yyyyMMdd-1/(1-1)]", "division by zero"),
+    ("$[yyyyMMdd", "without its ']'"),
+    ("x $[yyyy'MM]", "unterminated quote"),
+    ("$[yyyy$[MM]]", "do not nest"),
+    ("$[yyyy[MM]]", "do not nest"),
+    ("$[yyyyMMdd-" + "(" * 40 + "1" + ")" * 40 + "]", "nested deeper"),
+    ("$[yyyyMMdd-" + "-" * 40 + "1]", "nested deeper"),
+    ("$[yyyyMMdd-" + "(" * 30000 + "1" + ")" * 30000 + "]", "longer than 256"),
+    ("$[" + "add_months(" * 8 + "yyyy" + ",1)" * 8 + "]", "unknown pattern letter 'o'"),
+    ("$[yyyyMMdd+99999999]", "beyond"),
+    ("$[yyyyMMdd+999999999*999999999*999999999]", "beyond"),
+    ("$[add_months(yyyyMMdd,1/2)]", "whole number"),
+    ("$[year_week(yyyy-MM-dd,9)]", "1 (Monday) to 7"),
+    ("$[eval(yyyy)]", "unknown pattern letter 'e'"),
+    ("$[__import__(yyyy)]", "unknown function '__import__'"),
+    ("$[1+2]", "no pattern letter"),
+    ("$[]", "empty"),
+    ("${system.biz.dat}", "unknown built-in"),
+]
+
+
+def ids(case: tuple[str, str]) -> str:
+    return case[1].replace(" ", "-")[:30]
+
+
+async def attempt_everywhere(c: Cluster, value: str, fragment: str) -> None:
+    """The value as a global, a local, an updated global and a start parameter: each refused
+    with INVALID_ARGUMENT naming that parameter only."""
+    bad = {"BAD": value}
+    calls: dict[str, Awaitable[Any]] = {
+        "workflow.params['BAD']": c.stub.CreateWorkflow(
+            pb.CreateWorkflowRequest(
+                workflow=workflow(PROJECT, "new", [shell("t", "true")], params=bad)
+            )
+        ),
+        "workflow.tasks[0].params['BAD']": c.stub.CreateWorkflow(
+            pb.CreateWorkflowRequest(
+                workflow=workflow(PROJECT, "new", [shell("t", "true", params=bad)])
+            )
+        ),
+        "params['BAD']": c.stub.StartWorkflow(
+            pb.StartWorkflowRequest(project=PROJECT, workflow="probe", params=bad)
+        ),
+    }
+    for field_path, call in calls.items():
+        got = await failure(call)
+        reason = "INVALID_ARGUMENT" if field_path == "params['BAD']" else "INVALID_WORKFLOW"
+        assert_invalid(got, field_path, reason=reason, contains=fragment)
+        assert got.fields == [field_path], got
+        assert len(got.describe(field_path)) < 1024  # a hostile value is not echoed back
+
+
+async def probe(c: Cluster, dump: Path) -> None:
+    """An online workflow whose task writes the parameters it received."""
+    params = {
+        "DT": "$[yyyyMMdd-1]",
+        "HOUR_AGO": "$[yyyy-MM-dd HH:mm:ss-1/24]",
+        "WEEK": "$[year_week(yyyy-MM-dd)]",
+        "MONTH_END": "$[month_last_day(yyyyMMdd,-1)]",
+        "ESCAPED": "$$[yyyy]",
+        "SH_REF": "${HOME}",
+    }
+    local = {
+        "WHO": "${system.project.name}/${system.workflow.definition.name}/"
+        "${system.task.definition.name}"
+    }
+    script = f"env -0 > '{dump}'"
+    await online_workflow(c, PROJECT, "probe", [shell("show", script, params=local)], params=params)
+
+
+def read_env(path: Path) -> dict[str, str]:
+    return dict(e.decode().split("=", 1) for e in path.read_bytes().split(b"\0") if e)
+
+
+async def test_hostile_values_are_refused_and_nothing_is_stored(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    await probe(cluster, tmp_path / "env")
+    before = await snapshot(cluster)
+    for value, fragment in HOSTILE:
+        await attempt_everywhere(cluster, value, fragment)
+    # An update of the existing definition: refused too, its version unchanged.
+    await cluster.stub.SetWorkflowReleaseState(
+        pb.SetWorkflowReleaseStateRequest(
+            project=PROJECT, name="probe", release_state=enums.RELEASE_STATE_OFFLINE
+        )
+    )
+    offline = await snapshot(cluster)
+    for value, fragment in HOSTILE:
+        wf = workflow(PROJECT, "probe", [shell("show", "true")], params={"BAD": value})
+        got = await failure(cluster.stub.UpdateWorkflow(pb.UpdateWorkflowRequest(workflow=wf)))
+        assert_invalid(got, "workflow.params['BAD']", reason="INVALID_WORKFLOW", contains=fragment)
+    assert await snapshot(cluster) == offline
+    assert before.instances == offline.instances == []
+    assert before.rows == offline.rows
+
+
+async def test_a_task_receives_the_expanded_values(db_url: str, tmp_path: Path) -> None:
+    async with start_cluster(db_url, tmp_path) as cluster:
+        dump = tmp_path / "env"
+        await probe(cluster, dump)
+        await attempt_everywhere(cluster, "$[yyyyMMDD]", "day of the year")  # on each database
+        inst = await start(
+            cluster, PROJECT, "probe", params={"BIZ": "${system.biz.date}", "ID": "id-$[yyyy]"}
+        )
+        assert (await run_to_end(cluster, inst.id)).state == SUCCEEDED
+        submitted = (await instance(cluster, inst.id)).submit_time.ToDatetime(tzinfo=UTC)
+        day = submitted.date()
+        env = read_env(dump)
+        yesterday = (day - timedelta(days=1)).strftime("%Y%m%d")
+        iso = day.isocalendar()
+        month_end = day.replace(day=1) - timedelta(days=1)
+        assert {k: env[k] for k in ("DT", "BIZ", "WEEK", "MONTH_END", "ESCAPED", "WHO", "ID")} == {
+            "DT": yesterday,
+            "BIZ": yesterday,
+            "WEEK": f"{iso.year}-{iso.week:02d}",
+            "MONTH_END": month_end.strftime("%Y%m%d"),
+            "ESCAPED": "$[yyyy]",
+            "WHO": f"{PROJECT}/probe/show",
+            "ID": f"id-{day.year}",
+        }
+        hour_ago = submitted.replace(microsecond=0) - timedelta(hours=1)
+        assert env["HOUR_AGO"] == hour_ago.strftime("%Y-%m-%d %H:%M:%S")
+        assert env["SH_REF"] == "${HOME}"  # text for the task, not dsched's
