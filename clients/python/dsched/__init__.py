@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from dsched.spec import ShellSpec, TaskSpec, WorkflowSpec
     from dsched.states import InstanceEventKind, TaskState, WorkflowState
     from dsched.streams import Reconnect
-    from dsched.tasks import Shell, Task
+    from dsched.tasks import AllOf, AnyOf, Dependency, Dependent, Shell, Task
     from dsched.workflow import Workflow, collect
 
 # module -> the names it exports here; the imports above and __all__ name the same (a test checks).
@@ -120,18 +120,22 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "dsched.spec": ("ShellSpec", "TaskSpec", "WorkflowSpec"),
     "dsched.states": ("InstanceEventKind", "TaskState", "WorkflowState"),
     "dsched.streams": ("Reconnect",),
-    "dsched.tasks": ("Shell", "Task"),
+    "dsched.tasks": ("AllOf", "AnyOf", "Dependency", "Dependent", "Shell", "Task"),
     "dsched.workflow": ("Workflow", "collect"),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "Aborted",
+    "AllOf",
     "AlreadyExists",
+    "AnyOf",
     "Client",
     "ClusterMember",
     "CommandType",
     "ControlPending",
+    "Dependency",
+    "Dependent",
     "DschedError",
     "FailedPrecondition",
     "FailureStrategy",

@@ -26,6 +26,15 @@ from google.protobuf import duration_pb2, timestamp_pb2
 from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 from google.protobuf.message import Message
 
+from dsched.dependency import (
+    DEFAULT_CHECK_INTERVAL,
+    Cycle,
+    DependencyFailure,
+    DependencyGroup,
+    DependencyItem,
+    DependentSpec,
+    Relation,
+)
 from dsched.errors import FieldViolation, Internal
 from dsched.options import (
     CommandType,
@@ -51,9 +60,15 @@ from dsched.results import (
     WorkflowInstance,
     WorkflowVersionInfo,
 )
-from dsched.spec import ShellSpec, TaskSpec, WorkflowSpec
+from dsched.spec import ShellSpec, TaskKind, TaskSpec, WorkflowSpec
 from dsched.states import InstanceEventKind, TaskState, WorkflowState
-from dsched.v1 import enums_pb2, log_service_pb2, master_service_pb2, resources_pb2
+from dsched.v1 import (
+    dependent_pb2,
+    enums_pb2,
+    log_service_pb2,
+    master_service_pb2,
+    resources_pb2,
+)
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -98,6 +113,11 @@ INSTANCE_EVENT_KIND = EnumMap(
     InstanceEventKind, enums_pb2.InstanceEventKind, "INSTANCE_EVENT_KIND_"
 )
 HISTORY_KIND = EnumMap(HistoryKind, enums_pb2.HistoryKind, "HISTORY_KIND_")
+DEPENDENCY_CYCLE = EnumMap(Cycle, dependent_pb2.DependencyCycle, "DEPENDENCY_CYCLE_")
+DEPENDENCY_RELATION = EnumMap(Relation, dependent_pb2.DependencyRelation, "DEPENDENCY_RELATION_")
+DEPENDENCY_FAILURE = EnumMap(
+    DependencyFailure, dependent_pb2.DependencyFailure, "DEPENDENCY_FAILURE_"
+)
 _EnumMap = EnumMap  # the name dsched_server/api/validation.py imports; drop once it uses EnumMap
 
 
@@ -155,6 +175,35 @@ def task_spec_to_proto(task: TaskSpec) -> resources_pb2.TaskDefinition:
             getattr(msg, name).FromTimedelta(value)
     if isinstance(task.kind, ShellSpec):
         msg.shell.script = task.kind.script
+    elif isinstance(task.kind, DependentSpec):
+        msg.dependent.CopyFrom(dependent_to_proto(task.kind))
+    return msg
+
+
+def dependent_to_proto(spec: DependentSpec) -> dependent_pb2.DependentTask:
+    msg = dependent_pb2.DependentTask(
+        relation=DEPENDENCY_RELATION.name(spec.relation),
+        on_failure=DEPENDENCY_FAILURE.name(spec.on_failure),
+        groups=[
+            dependent_pb2.DependencyGroup(
+                relation=DEPENDENCY_RELATION.name(group.relation),
+                items=[
+                    dependent_pb2.DependencyItem(
+                        project=item.project,
+                        workflow=item.workflow,
+                        task=item.task,
+                        cycle=DEPENDENCY_CYCLE.name(item.cycle),
+                        date_value=item.date_value,
+                    )
+                    for item in group.items
+                ],
+            )
+            for group in spec.groups
+        ],
+    )
+    if spec.failure_wait:
+        msg.failure_wait.FromTimedelta(spec.failure_wait)
+    msg.check_interval.FromTimedelta(spec.check_interval)
     return msg
 
 
@@ -181,10 +230,14 @@ def _option(
 
 
 def _duration(
-    msg: resources_pb2.TaskDefinition, name: str, path: str, out: list[FieldViolation]
+    msg: Message,
+    name: str,
+    path: str,
+    out: list[FieldViolation],
+    default: timedelta = timedelta(0),
 ) -> timedelta:
     if not msg.HasField(name):
-        return timedelta(0)
+        return default
     value: duration_pb2.Duration = getattr(msg, name)
     seconds, nanos = value.seconds, value.nanos
     if abs(seconds) > _MAX_DURATION_SECONDS or abs(nanos) >= _NANOS_PER_SECOND:
@@ -204,7 +257,12 @@ def task_spec_from_proto(
     msg: resources_pb2.TaskDefinition, path: str, out: list[FieldViolation]
 ) -> TaskSpec:
     """Decodes one task, appending conversion problems to ``out`` (see the module docstring)."""
-    kind = ShellSpec(script=msg.shell.script) if msg.WhichOneof("kind") == "shell" else None
+    which = msg.WhichOneof("kind")
+    kind: TaskKind | None = None
+    if which == "shell":
+        kind = ShellSpec(script=msg.shell.script)
+    elif which == "dependent":
+        kind = dependent_from_proto(msg.dependent, f"{path}.dependent", out)
     return TaskSpec(
         name=msg.name,
         kind=kind,
@@ -229,6 +287,52 @@ def task_spec_from_proto(
         params=dict(msg.params),
         disabled=msg.disabled,
     )
+
+
+def dependent_from_proto(
+    msg: dependent_pb2.DependentTask, path: str, out: list[FieldViolation]
+) -> DependentSpec:
+    """Decodes a DEPENDENT task without raising (an item without a cycle is reported here; the
+    rest is :func:`dsched.dependency.dependent_violations`'s)."""
+    groups = []
+    for g, group in enumerate(msg.groups):
+        items = []
+        for i, item in enumerate(group.items):
+            where = f"{path}.groups[{g}].items[{i}].cycle"
+            cycle = _option(DEPENDENCY_CYCLE, Cycle, item.cycle, Cycle.DAY, where, out)
+            if item.cycle == 0:
+                out.append(FieldViolation(where, "a cycle (HOUR, DAY, WEEK, MONTH) is required"))
+            items.append(
+                DependencyItem(
+                    project=item.project,
+                    workflow=item.workflow,
+                    task=item.task,
+                    cycle=cycle,
+                    date_value=item.date_value,
+                )
+            )
+        relation = _relation(group.relation, f"{path}.groups[{g}].relation", out)
+        groups.append(DependencyGroup(items=tuple(items), relation=relation))
+    return DependentSpec(
+        groups=tuple(groups),
+        relation=_relation(msg.relation, f"{path}.relation", out),
+        on_failure=_option(
+            DEPENDENCY_FAILURE,
+            DependencyFailure,
+            msg.on_failure,
+            DependencyFailure.FAIL,
+            f"{path}.on_failure",
+            out,
+        ),
+        failure_wait=_duration(msg, "failure_wait", f"{path}.failure_wait", out),
+        check_interval=_duration(
+            msg, "check_interval", f"{path}.check_interval", out, DEFAULT_CHECK_INTERVAL
+        ),
+    )
+
+
+def _relation(number: int, path: str, out: list[FieldViolation]) -> Relation:
+    return _option(DEPENDENCY_RELATION, Relation, number, Relation.AND, path, out)
 
 
 def workflow_spec_from_proto(

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from dsched.dependency import DependentSpec, dependent_violations
 from dsched.errors import FieldViolation, InvalidArgument, InvalidWorkflow
 from dsched.names import (
     PARAMETER_NAME_REASONS,
@@ -64,7 +65,7 @@ class ShellSpec:
     script: str
 
 
-TaskKind = ShellSpec
+TaskKind = ShellSpec | DependentSpec
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -181,7 +182,32 @@ def _task_size(task: TaskSpec) -> int:
     )
     if isinstance(task.kind, ShellSpec):
         size += _len_field(_text_field(task.kind.script), tag=2)  # field 20: a 2-byte tag
+    elif isinstance(task.kind, DependentSpec):
+        size += _len_field(_dependent_size(task.kind), tag=2)  # field 21
     return size
+
+
+# A DEPENDENT task's scalars: two enums and two durations; a group's and an item's one enum.
+_DEPENDENT_SCALARS = 2 + 2 + 2 * 19
+_ENUM = 2
+
+
+def _dependent_size(kind: DependentSpec) -> int:
+    groups = 0
+    for group in kind.groups:
+        items = sum(
+            _len_field(
+                _text_field(i.project)
+                + _text_field(i.workflow)
+                + _text_field(i.task)
+                + _text_field(i.date_value)
+                + _ENUM,
+                tag=1,
+            )
+            for i in group.items
+        )
+        groups += _len_field(items + _ENUM, tag=1)
+    return groups + _DEPENDENT_SCALARS
 
 
 def _map_size(params: Mapping[str, str]) -> int:
@@ -238,7 +264,7 @@ def _duration_violation(path: str, value: timedelta, limit: timedelta) -> FieldV
     return None
 
 
-def _task_violations(path: str, task: TaskSpec) -> list[FieldViolation]:
+def _task_violations(path: str, task: TaskSpec, spec: WorkflowSpec) -> list[FieldViolation]:
     found: list[FieldViolation | None] = [
         name_violation(f"{path}.name", task.name, "task name"),
         text_violation(f"{path}.description", task.description, MAX_DESCRIPTION_LENGTH),
@@ -262,6 +288,12 @@ def _task_violations(path: str, task: TaskSpec) -> list[FieldViolation]:
             found.append(FieldViolation(f"{path}.shell.script", "is larger than 256 KiB"))
         elif "\x00" in script:
             found.append(FieldViolation(f"{path}.shell.script", "contains a NUL character"))
+    else:
+        found.extend(
+            dependent_violations(
+                f"{path}.dependent", task.kind, project=spec.project, workflow=spec.name
+            )
+        )
     if len(task.upstream) > MAX_UPSTREAMS_PER_TASK:
         found.append(FieldViolation(f"{path}.upstream_tasks", "too many upstream tasks"))
     out = [v for v in found if v is not None]
@@ -354,7 +386,7 @@ def validate_workflow(spec: WorkflowSpec) -> tuple[list[FieldViolation], bool]:
         out.append(FieldViolation("workflow.tasks", f"more than {MAX_TASKS} tasks"))
         return out, False
     for i, task in enumerate(spec.tasks):
-        out.extend(_task_violations(f"workflow.tasks[{i}]", task))
+        out.extend(_task_violations(f"workflow.tasks[{i}]", task, spec))
     graph, cyclic = _graph_violations(spec.tasks)
     out.extend(graph)
     return out, cyclic

@@ -22,6 +22,15 @@ from typing import Protocol, Self, TypedDict, TypeVar, Unpack
 
 from dsched import coerce
 from dsched.coerce import Seconds
+from dsched.dependency import (
+    DEFAULT_CHECK_INTERVAL,
+    Cycle,
+    DependencyFailure,
+    DependencyGroup,
+    DependencyItem,
+    DependentSpec,
+    Relation,
+)
 from dsched.options import Priority, TimeoutStrategy
 from dsched.spec import ShellSpec, TaskKind, TaskSpec
 
@@ -256,3 +265,72 @@ class Shell(Task):
 
     def kind(self) -> ShellSpec:
         return ShellSpec(script=self.script)
+
+
+def Dependency(
+    project: str, workflow: str, cycle: Cycle | str, date_value: str, *, task: str = ""
+) -> DependencyItem:
+    """One thing a :class:`Dependent` waits for: a successful run of ``workflow`` (or of its
+    ``task``) for every period of ``date_value`` in ``cycle`` (HOUR, DAY, WEEK, MONTH; the
+    values are DolphinScheduler's: ``today``, ``last1Days``, ``lastWeek``, ``lastMonthEnd``...)."""
+    return DependencyItem(
+        project=project,
+        workflow=workflow,
+        task=task,
+        cycle=coerce.enum_value(Cycle, cycle, "cycle"),
+        date_value=date_value,
+    )
+
+
+def AllOf(*items: DependencyItem) -> DependencyGroup:
+    """A group that holds when every item holds."""
+    return DependencyGroup(items=items, relation=Relation.AND)
+
+
+def AnyOf(*items: DependencyItem) -> DependencyGroup:
+    """A group that holds when one item holds."""
+    return DependencyGroup(items=items, relation=Relation.OR)
+
+
+class Dependent(Task):
+    """Waits, on the master and without a worker slot, until other runs have succeeded.
+
+    ``waits_for``: :func:`Dependency` items (together one group, all required) or groups made
+    with :func:`AllOf` / :func:`AnyOf`, combined by ``relation``. A failed dependency fails the
+    task at once, or with ``on_failure="WAIT"`` after ``failure_wait`` (a rerun of the upstream
+    may still succeed); it is looked at again every ``check_interval`` and whenever a run it
+    waits for changes on its master. Other keyword options are those of :class:`Task` (its
+    ``timeout`` bounds the whole wait).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *waits_for: DependencyItem | DependencyGroup,
+        relation: Relation | str = Relation.AND,
+        on_failure: DependencyFailure | str = DependencyFailure.FAIL,
+        failure_wait: Seconds | None = None,
+        check_interval: Seconds | None = None,
+        **options: Unpack[TaskOptions],
+    ) -> None:
+        items = tuple(w for w in waits_for if isinstance(w, DependencyItem))
+        groups = tuple(w for w in waits_for if isinstance(w, DependencyGroup))
+        self.groups = (AllOf(*items), *groups) if items else groups
+        self.relation = coerce.enum_value(Relation, relation, "relation")
+        self.on_failure = coerce.enum_value(DependencyFailure, on_failure, "on_failure")
+        self.failure_wait = coerce.duration(failure_wait, "failure_wait")
+        self.check_interval = (
+            DEFAULT_CHECK_INTERVAL
+            if check_interval is None
+            else coerce.duration(check_interval, "check_interval")
+        )
+        super().__init__(name, **options)
+
+    def kind(self) -> DependentSpec:
+        return DependentSpec(
+            groups=self.groups,
+            relation=self.relation,
+            on_failure=self.on_failure,
+            failure_wait=self.failure_wait,
+            check_interval=self.check_interval,
+        )

@@ -9,82 +9,39 @@ hours long, never a 24-hour slice that slips by an hour); hours are exact hours 
 (counted back from the start of the schedule time's local hour, so an autumn hour that repeats
 counts twice). Weeks start on Monday.
 
-| cycle | values |
-|---|---|
-| hour | currentHour, last1Hour, last2Hours, last3Hours, last24Hours |
-| day | today, last1Days, last2Days, last3Days, last7Days |
-| week | thisWeek, lastWeek, lastMonday ... lastSunday |
-| month | thisMonth, thisMonthBegin, thisMonthEnd, lastMonth, lastMonthBegin, lastMonthEnd |
+The catalogue of date values per cycle is the SDK's (``dsched.dependency``), which validates
+definitions on both sides.
 
 ``last24Hours`` is DolphinScheduler's own window, whatever the schedule time's hour: the 24 hours
 from 01:00 yesterday to 01:00 today. ``thisWeek`` and ``thisMonth`` run up to and including the
-schedule time's day. A value from a cycle it does not belong to is refused, as is a workflow
-depending on itself other than for a previous cycle (it would wait for the very run that waits).
+schedule time's day.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from zoneinfo import ZoneInfo
 
+from dsched.dependency import (
+    WEEKDAYS,
+    Cycle,
+    DependencyFailure,
+    DependencyItem,
+    DependentSpec,
+    Relation,
+    date_value_violation,
+)
+
 HOUR = timedelta(hours=1)
-
-
-class Cycle(enum.Enum):
-    HOUR = "hour"
-    DAY = "day"
-    WEEK = "week"
-    MONTH = "month"
 
 
 class Result(enum.Enum):
     SUCCESS = "success"
     WAITING = "waiting"
     FAILED = "failed"
-
-
-class Relation(enum.Enum):
-    AND = "and"
-    OR = "or"
-
-
-WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-
-DATE_VALUES: dict[Cycle, tuple[str, ...]] = {
-    Cycle.HOUR: ("currentHour", "last1Hour", "last2Hours", "last3Hours", "last24Hours"),
-    Cycle.DAY: ("today", "last1Days", "last2Days", "last3Days", "last7Days"),
-    Cycle.WEEK: ("thisWeek", "lastWeek", *(f"last{day}" for day in WEEKDAYS)),
-    Cycle.MONTH: (
-        "thisMonth",
-        "thisMonthBegin",
-        "thisMonthEnd",
-        "lastMonth",
-        "lastMonthBegin",
-        "lastMonthEnd",
-    ),
-}
-
-# Windows that end before the schedule time's own period begins: the only ones a workflow may
-# use to depend on itself (its previous cycle); any other would wait for the run doing the waiting.
-PREVIOUS_CYCLE = frozenset(
-    {
-        "last1Hour",
-        "last2Hours",
-        "last3Hours",
-        "last1Days",
-        "last2Days",
-        "last3Days",
-        "last7Days",
-        "lastWeek",
-        *(f"last{day}" for day in WEEKDAYS),
-        "lastMonth",
-        "lastMonthBegin",
-        "lastMonthEnd",
-    }
-)
 
 
 class DependencyError(ValueError):
@@ -108,20 +65,9 @@ class Interval:
 
 
 def check_date_value(cycle: Cycle, date_value: str) -> None:
-    if date_value not in DATE_VALUES[cycle]:
-        allowed = ", ".join(DATE_VALUES[cycle])
-        raise DependencyError(
-            "date_value", f"{date_value!r} is not a {cycle.value} date value (one of {allowed})"
-        )
-
-
-def check_self_dependency(date_value: str) -> None:
-    """A workflow may depend on itself only through a previous-cycle window."""
-    if date_value not in PREVIOUS_CYCLE:
-        raise DependencyError(
-            "workflow",
-            f"a workflow can depend on itself only for a previous cycle, not {date_value!r}",
-        )
+    bad = date_value_violation("date_value", cycle, date_value)
+    if bad is not None:
+        raise DependencyError("date_value", bad.description)
 
 
 def windows(
@@ -238,11 +184,6 @@ def combine(relation: Relation, results: Iterable[Result]) -> Result:
     return Result.WAITING if Result.WAITING in seen else Result.FAILED
 
 
-class OnFailure(enum.Enum):
-    FAIL = "fail"  # a failed dependency fails the task at once
-    WAIT = "wait"  # keep waiting (a failed upstream may be rerun) up to a limit
-
-
 class Verdict(enum.Enum):
     SUCCEED = "succeed"
     FAIL = "fail"
@@ -250,13 +191,56 @@ class Verdict(enum.Enum):
 
 
 def verdict(
-    result: Result, on_failure: OnFailure, *, waited: timedelta, failure_wait: timedelta
+    result: Result, on_failure: DependencyFailure, *, waited: timedelta, failure_wait: timedelta
 ) -> Verdict:
     """What the task does with the combined ``result`` after ``waited`` since it started."""
     if result is Result.SUCCESS:
         return Verdict.SUCCEED
     if result is Result.WAITING:
         return Verdict.WAIT
-    if on_failure is OnFailure.WAIT and waited < failure_wait:
+    if on_failure is DependencyFailure.WAIT and waited < failure_wait:
         return Verdict.WAIT
     return Verdict.FAIL
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    result: Result
+    detail: str  # what holds the task up (or failed it); empty on success
+
+
+def judge(
+    spec: DependentSpec,
+    found: Mapping[DependencyItem, Sequence[Candidate] | None],
+    schedule_time: datetime,
+    zone: ZoneInfo,
+) -> Judgement:
+    """The whole task: each item judged over its windows, items combined within their group,
+    groups combined by the task's relation. ``found`` holds each item's runs; None: no such workflow
+    (which fails the item: waiting for a workflow that does not exist would wait for ever)."""
+    groups: list[Result] = []
+    detail = ""
+    for group in spec.groups:
+        results: list[Result] = []
+        for item in group.items:
+            runs = found.get(item)
+            if runs is None:
+                result = Result.FAILED
+            else:
+                periods = windows(item.cycle, item.date_value, schedule_time, zone)
+                result = item_result(runs, periods)
+            results.append(result)
+            if result is not Result.SUCCESS and not detail:
+                detail = _describe(item, result, runs is None)
+        groups.append(combine(group.relation, results))
+    overall = combine(spec.relation, groups)
+    return Judgement(overall, "" if overall is Result.SUCCESS else detail)
+
+
+def _describe(item: DependencyItem, result: Result, missing: bool) -> str:
+    target = f"{item.project}/{item.workflow}" + (f" task {item.task}" if item.task else "")
+    if missing:
+        return f"{target}: no such workflow"
+    if result is Result.WAITING:
+        return f"waiting for {target} to succeed for {item.date_value}"
+    return f"{target} did not succeed for {item.date_value}"

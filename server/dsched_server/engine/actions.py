@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from dsched.options import TimeoutStrategy
-from dsched.spec import TaskSpec
+from dsched.spec import ShellSpec, TaskSpec
 from dsched.states import InstanceEventKind, TaskState, WorkflowState
 from dsched_server.core import execution as ex
 from dsched_server.core.builtin_params import RunIdentity
@@ -198,7 +198,8 @@ class Decider:
     def _job(self, track: Track) -> DispatchJob:
         st = self.st
         task = st.dag.tasks[track.task]
-        assert task.kind is not None  # validated definitions always have a kind
+        # Validated definitions always have a kind, and the master runs the others itself.
+        assert isinstance(task.kind, ShellSpec)
         spec = TaskExecution(
             task_instance_id=track.ti_id,
             attempt=track.attempt,

@@ -16,13 +16,14 @@ from datetime import datetime, timedelta
 from dsched.states import InstanceEventKind, TaskState
 from dsched_server.core.controls import ControlRecord
 from dsched_server.core.var_pool import merge_violation
-from dsched_server.engine import control_apply
+from dsched_server.engine import control_apply, dependent_apply
 from dsched_server.engine.actions import Decider, Plan
 from dsched_server.engine.dispatcher import DISPATCH_TIMEOUT_S
 from dsched_server.engine.messages import (
     ApplyControls,
     AttemptCheck,
     Check,
+    DependencyChecked,
     Dispatched,
     Message,
     RetryDue,
@@ -85,6 +86,8 @@ class _Messages(Decider):
             self._on_worker_gone(msg)
         elif isinstance(msg, Waiting):
             self._on_waiting(msg)
+        elif isinstance(msg, DependencyChecked):
+            dependent_apply.on_checked(self, msg)
         elif isinstance(msg, ApplyControls):
             control_apply.on_apply(self, msg, controls)
         else:
@@ -103,6 +106,21 @@ class _Messages(Decider):
                 self._on_kill_unanswered(ti_id)
             case Check.NOT_ON_WORKER:
                 self._on_not_on_worker(ti_id)
+            case Check.DEPENDENCY:
+                dependent_apply.on_check(self, ti_id)
+
+    def dispatch(self, track: Track) -> None:
+        # A DEPENDENT task runs here, on the master: it never reaches the dispatcher.
+        if dependent_apply.spec_of(self, track) is not None:
+            dependent_apply.start(self, track)
+        else:
+            super().dispatch(track)
+
+    def kill(self, track: Track) -> None:
+        if dependent_apply.spec_of(self, track) is not None:
+            dependent_apply.kill(self, track)
+        else:
+            super().kill(track)
 
     def _on_worker_event(self, msg: WorkerEvent) -> None:
         event = msg.event

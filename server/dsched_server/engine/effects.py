@@ -12,8 +12,11 @@ import asyncio
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any, Protocol
+from zoneinfo import ZoneInfo
 
+from dsched.dependency import DependentSpec
 from dsched_server.core.records import InstanceRecord
 from dsched_server.engine.jobs import DispatchJob
 from dsched_server.engine.messages import AttemptCheck, Message, WorkerEvent
@@ -39,6 +42,17 @@ class Mailbox(Protocol):
     def schedule(self, delay: float, message: Message) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class DependencyQuery:
+    """What reading one DEPENDENT attempt's dependencies needs."""
+
+    task_instance_id: int
+    spec: DependentSpec
+    schedule_time: datetime
+    zone: ZoneInfo
+    check_interval: float  # seconds until the next look if the read fails
+
+
 @dataclass(slots=True)
 class Effects:
     acks: list[tuple[WorkerEvent, Ack]] = field(default_factory=list)
@@ -50,6 +64,8 @@ class Effects:
     # Futures to complete after the commit: with None (done) or with the exception (a refusal).
     answers: list[tuple[asyncio.Future[Any], BaseException | None]] = field(default_factory=list)
     counters: Counter[str] = field(default_factory=Counter)  # engine metrics to add
+    # DEPENDENT attempts whose dependencies to read (engine/dependent_apply.py)
+    dependency_checks: list[DependencyQuery] = field(default_factory=list)
 
     def ack(self, event: WorkerEvent, ack: Ack) -> None:
         self.acks.append((event, ack))
@@ -74,6 +90,9 @@ class Effects:
 
     def refuse(self, future: asyncio.Future[Any], error: BaseException) -> None:
         self.answers.append((future, error))
+
+    def check_dependency(self, query: DependencyQuery) -> None:
+        self.dependency_checks.append(query)
 
     def count(self, metric: str, by: int = 1) -> None:
         self.counters[metric] += by

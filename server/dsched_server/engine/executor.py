@@ -16,9 +16,11 @@ from collections.abc import Awaitable, Callable
 
 from dsched.backoff import Backoff
 from dsched_server.constants import KILL_GRACE_S
+from dsched_server.core.dependent import judge
 from dsched_server.core.records import InstanceRecord
-from dsched_server.engine.effects import Effects, Mailbox
-from dsched_server.engine.messages import AttemptCheck, Check
+from dsched_server.engine import dependency_check
+from dsched_server.engine.effects import DependencyQuery, Effects, Mailbox
+from dsched_server.engine.messages import AttemptCheck, Check, DependencyChecked
 from dsched_server.engine.services import EngineServices
 from dsched_server.engine.worker_client import WorkerCallError
 from dsched_server.engine.workers import WorkerRef
@@ -57,7 +59,28 @@ class EffectExecutor:
             runner.schedule(delay, message)
         for future in effects.replies:
             s.spawn(self._reply_with_instance(runner.id, future))
+        for query in effects.dependency_checks:
+            s.spawn(self._check_dependency(runner, query))
         _answer(effects)
+
+    async def _check_dependency(self, runner: Mailbox, query: DependencyQuery) -> None:
+        """Reads what a DEPENDENT attempt waits for and tells its runner. It is registered for
+        wake-ups first, so a run that ends while the store is read wakes it again rather than
+        going unseen; a failed read is tried again after the check interval."""
+        spec = query.spec
+        targets = {(i.project, i.workflow) for g in spec.groups for i in g.items}
+        self.s.dependency_waits.watch(targets, runner, query.task_instance_id)
+        try:
+            async with self.s.db.read() as conn:
+                found = await dependency_check.read(conn, query)
+        except Exception as exc:  # the database went away: look again later
+            log.info("task instance %s: dependencies not read: %s", query.task_instance_id, exc)
+            runner.schedule(
+                query.check_interval, AttemptCheck(Check.DEPENDENCY, query.task_instance_id)
+            )
+            return
+        verdict = judge(spec, found, query.schedule_time, query.zone)
+        runner.post(DependencyChecked(query.task_instance_id, verdict.result, verdict.detail))
 
     async def _kill(self, runner: Mailbox, ti_id: int, attempt: int, target: str) -> None:
         """Asks the worker to kill an attempt; if it has none, ends it KILLED after a grace. A kill

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from dsched_server.core.controls import ControlKind
+from dsched_server.core.dependent import Result
 from dsched_server.core.records import InstanceRecord
 from dsched_server.protocol.ack import Ack
 from dsched_server.protocol.event import TaskEvent
@@ -53,6 +54,7 @@ class Check(Enum):
     TIMEOUT_WARNING = "timeout warning"  # it runs longer than its task's timeout
     KILL_UNANSWERED = "kill unanswered"  # a kill found no such attempt (looked at after a grace)
     NOT_ON_WORKER = "not on worker"  # the worker that held an adopted attempt no longer has it
+    DEPENDENCY = "dependency"  # a DEPENDENT attempt: look at what it waits for (again)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +65,16 @@ class AttemptCheck:
 
     check: Check
     task_instance_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class DependencyChecked:
+    """What a DEPENDENT attempt's dependencies came to when the store was read; ``detail`` says
+    which one holds it up, for its state reason."""
+
+    task_instance_id: int
+    result: Result
+    detail: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +115,7 @@ Message = (
     | AttemptCheck
     | WorkerGone
     | Waiting
+    | DependencyChecked
     | Control
     | ApplyControls
 )

@@ -45,6 +45,7 @@ class Track:
     job: DispatchJob | None = None
     started: datetime | None = None  # worker clock, from the RUNNING event
     warned: bool = False  # a TIMEOUT_WARNING was written
+    waiting_for: str = ""  # a DEPENDENT attempt: what its last check said holds it up
 
 
 @dataclass(slots=True, kw_only=True)

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dsched.errors import DschedError, IllegalTransition, OwnershipLost, Unavailable
 from dsched_server.core.controls import ControlRecord
 from dsched_server.engine import decision
+from dsched_server.engine.actions import Plan
 from dsched_server.engine.executor import EffectExecutor
 from dsched_server.engine.messages import (
     ApplyControls,
@@ -108,6 +109,7 @@ class InstanceRunner:
             # dispatches its attempts itself.
             self._cancel_jobs(unsent_only=False)
             self._fail_pending(Ack(AckDecision.RETRY_LATER, "instance runner stopped"))
+            self.s.dependency_waits.forget(self)
             self._on_exit(self)
 
     async def _next_batch(self) -> list[Message]:
@@ -175,6 +177,9 @@ class InstanceRunner:
         if self.state.execution.finished is not None:
             self.done = True
         self.s.notifier.notify(self.id)
+        target = (self.instance.project, self.instance.workflow)
+        if self.s.dependency_waits.watched(target) and (plan.writes.path or _ends_a_task(plan)):
+            self.s.dependency_waits.wake(target)
 
     async def _read_controls(
         self, messages: list[Message]
@@ -212,3 +217,7 @@ class InstanceRunner:
         for track in self.state.tracks.values():
             if track.job is not None and not (unsent_only and track.job.sent):
                 track.job.cancelled = True
+
+
+def _ends_a_task(plan: Plan) -> bool:
+    return any(w.state.terminal for w in plan.writes.task_writes.values())

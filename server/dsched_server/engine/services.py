@@ -12,6 +12,7 @@ from typing import Any
 
 from dsched_server.constants import FAILOVER_DELAY_S
 from dsched_server.core.ports import Clock
+from dsched_server.engine.dependency_waits import DependencyWaits
 from dsched_server.engine.dispatcher import Dispatcher
 from dsched_server.engine.notifier import Notifier
 from dsched_server.engine.worker_client import WorkerClient
@@ -59,6 +60,7 @@ class EngineServices:
     failover_delay: float = FAILOVER_DELAY_S
     dispatch_timeout: float = 0.0  # the default of runs that set none; 0: no limit
     metrics: EngineMetrics = field(default_factory=EngineMetrics)
+    dependency_waits: DependencyWaits = field(default_factory=DependencyWaits)
     # The runners' batches, several in one transaction when they are ready together.
     commits: GroupCommit = field(init=False)
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from dsched.options import TimeoutStrategy
-from dsched.spec import TaskKind
+from dsched.spec import ShellSpec
 from dsched_server.protocol.attempt import AttemptKey
 
 
@@ -28,7 +28,7 @@ class TaskExecution:
     workflow_version: int
     task_name: str
     idempotency_key: str
-    kind: TaskKind
+    kind: ShellSpec  # the kinds a worker runs (a DEPENDENT task is evaluated on the master)
     owner_address: str
     owner_epoch: int
     submit_time: datetime

@@ -9,6 +9,14 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
+from dsched.dependency import (
+    Cycle,
+    DependencyFailure,
+    DependencyGroup,
+    DependencyItem,
+    DependentSpec,
+    Relation,
+)
 from dsched.options import FailureStrategy, Priority, TaskDependType, TimeoutStrategy
 from dsched.spec import ShellSpec, TaskKind, TaskSpec
 from dsched_server.core.records import RunOptions, RunScope
@@ -21,6 +29,8 @@ def _ms(value: timedelta) -> int:
 def task_type(spec: TaskSpec) -> str:
     if isinstance(spec.kind, ShellSpec):
         return "SHELL"
+    if isinstance(spec.kind, DependentSpec):
+        return "DEPENDENT"
     raise ValueError(f"unsupported task kind {spec.kind!r}")
 
 
@@ -29,6 +39,8 @@ def task_to_json(spec: TaskSpec) -> dict[str, Any]:
     kind: dict[str, Any] = {}
     if isinstance(spec.kind, ShellSpec):
         kind = {"script": spec.kind.script}
+    elif isinstance(spec.kind, DependentSpec):
+        kind = _dependent_to_json(spec.kind)
     return {
         "kind": kind,
         "description": spec.description,
@@ -50,6 +62,8 @@ def task_from_json(
     kind: TaskKind | None = None
     if task_type_name == "SHELL":
         kind = ShellSpec(script=doc["kind"]["script"])
+    elif task_type_name == "DEPENDENT":
+        kind = _dependent_from_json(doc["kind"])
     return TaskSpec(
         name=name,
         kind=kind,
@@ -64,6 +78,56 @@ def task_from_json(
         delay=timedelta(milliseconds=doc.get("delay_ms", 0)),
         params=dict(doc.get("params", {})),
         disabled=bool(doc.get("disabled", False)),
+    )
+
+
+def _dependent_to_json(kind: DependentSpec) -> dict[str, Any]:
+    return {
+        "relation": kind.relation.value,
+        "on_failure": kind.on_failure.value,
+        "failure_wait_ms": _ms(kind.failure_wait),
+        "check_interval_ms": _ms(kind.check_interval),
+        "groups": [
+            {
+                "relation": g.relation.value,
+                "items": [
+                    {
+                        "project": i.project,
+                        "workflow": i.workflow,
+                        "task": i.task,
+                        "cycle": i.cycle.value,
+                        "date_value": i.date_value,
+                    }
+                    for i in g.items
+                ],
+            }
+            for g in kind.groups
+        ],
+    }
+
+
+def _dependent_from_json(doc: Mapping[str, Any]) -> DependentSpec:
+    return DependentSpec(
+        relation=Relation(doc["relation"]),
+        on_failure=DependencyFailure(doc["on_failure"]),
+        failure_wait=timedelta(milliseconds=doc["failure_wait_ms"]),
+        check_interval=timedelta(milliseconds=doc["check_interval_ms"]),
+        groups=tuple(
+            DependencyGroup(
+                relation=Relation(g["relation"]),
+                items=tuple(
+                    DependencyItem(
+                        project=i["project"],
+                        workflow=i["workflow"],
+                        task=i["task"],
+                        cycle=Cycle(i["cycle"]),
+                        date_value=i["date_value"],
+                    )
+                    for i in g["items"]
+                ),
+            )
+            for g in doc["groups"]
+        ),
     )
 
 

@@ -8,18 +8,13 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from dsched.dependency import DATE_VALUES, PREVIOUS_CYCLE, Cycle, DependencyFailure, Relation
 from dsched_server.core.dependent import (
-    DATE_VALUES,
-    PREVIOUS_CYCLE,
     Candidate,
-    Cycle,
     DependencyError,
     Interval,
-    OnFailure,
-    Relation,
     Result,
     Verdict,
-    check_self_dependency,
     combine,
     item_result,
     pick,
@@ -173,19 +168,6 @@ class TestValidation:
         with pytest.raises(DependencyError):
             windows(Cycle.DAY, "today", datetime(2026, 6, 1), BERLIN)
 
-    @pytest.mark.parametrize("value", sorted(PREVIOUS_CYCLE))
-    def test_self_dependency_on_a_previous_cycle_is_allowed(self, value: str) -> None:
-        check_self_dependency(value)
-
-    @pytest.mark.parametrize(
-        "value",
-        sorted({v for vs in DATE_VALUES.values() for v in vs} - PREVIOUS_CYCLE),
-    )
-    def test_self_dependency_on_the_current_cycle_is_refused(self, value: str) -> None:
-        with pytest.raises(DependencyError) as caught:
-            check_self_dependency(value)
-        assert caught.value.field == "workflow"
-
     def test_every_previous_cycle_window_ends_before_the_schedule_time(self) -> None:
         when = at("2026-03-04 00:30")
         for cycle, values in DATE_VALUES.items():
@@ -261,21 +243,23 @@ class TestVerdict:
     limit = timedelta(minutes=10)
 
     def test_success_succeeds(self) -> None:
-        assert verdict(S, OnFailure.FAIL, waited=timedelta(), failure_wait=self.limit) is (
+        assert verdict(S, DependencyFailure.FAIL, waited=timedelta(), failure_wait=self.limit) is (
             Verdict.SUCCEED
         )
 
     def test_waiting_waits(self) -> None:
-        assert verdict(W, OnFailure.FAIL, waited=timedelta(days=9), failure_wait=self.limit) is (
+        waited = timedelta(days=9)
+        assert verdict(W, DependencyFailure.FAIL, waited=waited, failure_wait=self.limit) is (
             Verdict.WAIT
         )
 
     def test_fail_now(self) -> None:
-        assert verdict(F, OnFailure.FAIL, waited=timedelta(), failure_wait=self.limit) is (
+        assert verdict(F, DependencyFailure.FAIL, waited=timedelta(), failure_wait=self.limit) is (
             Verdict.FAIL
         )
 
     def test_keep_waiting_until_the_limit(self) -> None:
-        early = verdict(F, OnFailure.WAIT, waited=timedelta(minutes=9), failure_wait=self.limit)
-        late = verdict(F, OnFailure.WAIT, waited=timedelta(minutes=10), failure_wait=self.limit)
+        wait = DependencyFailure.WAIT
+        early = verdict(F, wait, waited=timedelta(minutes=9), failure_wait=self.limit)
+        late = verdict(F, wait, waited=timedelta(minutes=10), failure_wait=self.limit)
         assert (early, late) == (Verdict.WAIT, Verdict.FAIL)

@@ -1,5 +1,6 @@
 import datetime
 
+from dsched.v1 import dependent_pb2 as _dependent_pb2
 from dsched.v1 import enums_pb2 as _enums_pb2
 from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
@@ -30,7 +31,7 @@ class ShellTask(_message.Message):
     def __init__(self, script: _Optional[str] = ...) -> None: ...
 
 class TaskDefinition(_message.Message):
-    __slots__ = ("name", "description", "upstream_tasks", "priority", "worker_group", "retries", "retry_interval", "timeout", "timeout_strategy", "delay", "params", "disabled", "shell")
+    __slots__ = ("name", "description", "upstream_tasks", "priority", "worker_group", "retries", "retry_interval", "timeout", "timeout_strategy", "delay", "params", "disabled", "shell", "dependent")
     class ParamsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -51,6 +52,7 @@ class TaskDefinition(_message.Message):
     PARAMS_FIELD_NUMBER: _ClassVar[int]
     DISABLED_FIELD_NUMBER: _ClassVar[int]
     SHELL_FIELD_NUMBER: _ClassVar[int]
+    DEPENDENT_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     upstream_tasks: _containers.RepeatedScalarFieldContainer[str]
@@ -64,7 +66,8 @@ class TaskDefinition(_message.Message):
     params: _containers.ScalarMap[str, str]
     disabled: bool
     shell: ShellTask
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., upstream_tasks: _Optional[_Iterable[str]] = ..., priority: _Optional[_Union[_enums_pb2.Priority, str]] = ..., worker_group: _Optional[str] = ..., retries: _Optional[int] = ..., retry_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., timeout_strategy: _Optional[_Union[_enums_pb2.TimeoutStrategy, str]] = ..., delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., params: _Optional[_Mapping[str, str]] = ..., disabled: _Optional[bool] = ..., shell: _Optional[_Union[ShellTask, _Mapping]] = ...) -> None: ...
+    dependent: _dependent_pb2.DependentTask
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., upstream_tasks: _Optional[_Iterable[str]] = ..., priority: _Optional[_Union[_enums_pb2.Priority, str]] = ..., worker_group: _Optional[str] = ..., retries: _Optional[int] = ..., retry_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., timeout_strategy: _Optional[_Union[_enums_pb2.TimeoutStrategy, str]] = ..., delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., params: _Optional[_Mapping[str, str]] = ..., disabled: _Optional[bool] = ..., shell: _Optional[_Union[ShellTask, _Mapping]] = ..., dependent: _Optional[_Union[_dependent_pb2.DependentTask, _Mapping]] = ...) -> None: ...
 
 class Workflow(_message.Message):
     __slots__ = ("project", "name", "code", "version", "description", "tasks", "params", "release_state", "create_time", "update_time")
