@@ -173,7 +173,7 @@ def test_the_wire_round_trips() -> None:
 def test_unset_enums_and_durations_take_their_defaults_but_a_cycle_is_required() -> None:
     msg = task_spec_to_proto(TaskSpec(name="wait", kind=one(ITEM)))
     msg.dependent.ClearField("check_interval")
-    msg.dependent.relation = 0
+    msg.dependent.relation = dependent_pb2.DEPENDENCY_RELATION_UNSPECIFIED
     msg.dependent.groups[0].items[0].cycle = dependent_pb2.DEPENDENCY_CYCLE_UNSPECIFIED
     out: list[FieldViolation] = []
     decoded = task_spec_from_proto(msg, "t", out)
