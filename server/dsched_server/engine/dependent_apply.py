@@ -11,29 +11,22 @@ or FAILED, or keeps it waiting. A task timeout that kills ends it FAILED at the 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from zoneinfo import ZoneInfo
+from datetime import timedelta
 
 from dsched.dependency import DependentSpec
 from dsched.states import InstanceEventKind, TaskState
 from dsched_server.core.dependent import Result, Verdict, verdict
+from dsched_server.core.param_values import time_basis
 from dsched_server.engine.actions import Decider
 from dsched_server.engine.effects import DependencyQuery
 from dsched_server.engine.messages import AttemptCheck, Check, DependencyChecked
 from dsched_server.engine.run_state import Track
 from dsched_server.store.task_instances import TaskValues
 
-_ZONE = ZoneInfo("UTC")
-
 
 def spec_of(d: Decider, track: Track) -> DependentSpec | None:
     kind = d.st.dag.tasks[track.task].kind
     return kind if isinstance(kind, DependentSpec) else None
-
-
-def schedule_time(d: Decider) -> datetime:
-    """The time the run's date windows count back from: when the run was submitted."""
-    return d.st.instance.submit_time.astimezone(UTC)
 
 
 def start(d: Decider, track: Track) -> None:
@@ -59,12 +52,13 @@ def on_check(d: Decider, ti_id: int) -> None:
         task = d.st.dag.tasks[track.task]
         _end(d, track, TaskState.FAILED, f"timed out after {task.timeout} waiting")
         return
+    schedule_time, zone = time_basis(d.st.instance)  # what time parameters count from too
     d.fx.check_dependency(
         DependencyQuery(
             task_instance_id=ti_id,
             spec=spec,
-            schedule_time=schedule_time(d),
-            zone=_ZONE,
+            schedule_time=schedule_time,
+            zone=zone,
             check_interval=spec.check_interval.total_seconds(),
         )
     )
