@@ -21,6 +21,7 @@ import time
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from dsched_server.protocol.attempt import AttemptKey
 
@@ -55,20 +56,19 @@ class _Generation:
         del self.ids[:count], self.attempts[:count]
 
 
+@dataclass(slots=True, kw_only=True, eq=False)
 class FinishedAttempts:
-    def __init__(
-        self,
-        *,
-        limit: int,
-        window: float = WINDOW_S,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._limit = limit
-        self._window = window
-        self._clock = clock
-        self._swapped_at = clock()
-        self._new = _Generation()
-        self._old = _Generation()
+    """At most ``limit`` attempts, each for ``window`` to twice ``window`` seconds of ``clock``."""
+
+    limit: int
+    window: float = WINDOW_S
+    clock: Callable[[], float] = time.monotonic
+    _swapped_at: float = field(init=False)
+    _new: _Generation = field(init=False, default_factory=_Generation)
+    _old: _Generation = field(init=False, default_factory=_Generation)
+
+    def __post_init__(self) -> None:
+        self._swapped_at = self.clock()
 
     def __len__(self) -> int:
         return len(self._new) + len(self._old)
@@ -81,14 +81,14 @@ class FinishedAttempts:
     def add(self, key: AttemptKey) -> None:
         self._age()
         self._new.put(key.task_instance_id, key.attempt)
-        if len(self) > self._limit:  # one over at most: one entry was added
+        if len(self) > self.limit:  # one over at most: one entry was added
             (self._old if len(self._old) else self._new).drop_lowest(1)
 
     def _age(self) -> None:
-        now = self._clock()
-        if now - self._swapped_at < self._window:
+        now = self.clock()
+        if now - self._swapped_at < self.window:
             return
         # A generation older than two windows is gone whole; a younger one becomes the old one.
-        self._old = self._new if now - self._swapped_at < 2 * self._window else _Generation()
+        self._old = self._new if now - self._swapped_at < 2 * self.window else _Generation()
         self._new = _Generation()
         self._swapped_at = now

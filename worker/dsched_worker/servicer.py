@@ -9,6 +9,7 @@ answered ALREADY_ACCEPTED: a repeated dispatch learns what the worker has whatev
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from grpc import aio
@@ -26,42 +27,36 @@ from dsched_worker.runner import Runner
 Context = aio.ServicerContext[Any, Any]
 
 
+@dataclass(slots=True, eq=False)
 class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
     """``epoch`` returns the incarnation's current epoch (the master's fencing token for the
     attempt); ``unavailable`` returns why new dispatches are refused right now, or None."""
 
-    def __init__(
-        self,
-        runner: Runner,
-        *,
-        epoch: Callable[[], int],
-        unavailable: Callable[[], str | None],
-        clock: Clock,
-    ) -> None:
-        self._runner = runner
-        self._epoch = epoch
-        self._unavailable = unavailable
-        self._clock = clock
+    runner: Runner
+    _: KW_ONLY
+    epoch: Callable[[], int]
+    unavailable: Callable[[], str | None]
+    clock: Clock
 
     async def DispatchTask(
         self, request: worker_service_pb2.DispatchTaskRequest, context: Context
     ) -> worker_service_pb2.DispatchTaskResponse:
-        execution = execution_from_request(request, now=self._clock())
-        dispatch = self._runner.submit(execution, unavailable=self._unavailable())
-        return dispatch_to_proto(dispatch, self._epoch())
+        execution = execution_from_request(request, now=self.clock())
+        dispatch = self.runner.submit(execution, unavailable=self.unavailable())
+        return dispatch_to_proto(dispatch, self.epoch())
 
     async def DispatchTasks(
         self, request: worker_service_pb2.DispatchTasksRequest, context: Context
     ) -> worker_service_pb2.DispatchTasksResponse:
-        executions = executions_from_request(request, now=self._clock())
-        unavailable = self._unavailable()
+        executions = executions_from_request(request, now=self.clock())
+        unavailable = self.unavailable()
         results = [self._submit(e, unavailable) for e in executions]
-        return reply_to_proto(DispatchReply(self._epoch(), results), [e.key for e in executions])
+        return reply_to_proto(DispatchReply(self.epoch(), results), [e.key for e in executions])
 
     def _submit(self, execution: TaskExecution, unavailable: str | None) -> Dispatch:
         # In a batch, one conflicting attempt is that task's rejection, not the whole call's.
         try:
-            return self._runner.submit(execution, unavailable=unavailable)
+            return self.runner.submit(execution, unavailable=unavailable)
         except FailedPrecondition as err:
             return Dispatch(outcome=DispatchOutcome.REJECTED_UNAVAILABLE, reason=err.message)
 
@@ -69,12 +64,12 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         self, request: worker_service_pb2.KillTaskRequest, context: Context
     ) -> worker_service_pb2.KillTaskResponse:
         kill = kill_from_proto(request)
-        return worker_service_pb2.KillTaskResponse(found=self._runner.kill(kill.key, kill.reason))
+        return worker_service_pb2.KillTaskResponse(found=self.runner.kill(kill.key, kill.reason))
 
     async def TakeOverTask(
         self, request: worker_service_pb2.TakeOverTaskRequest, context: Context
     ) -> worker_service_pb2.TakeOverTaskResponse:
         order = take_over_from_proto(request)
         return worker_service_pb2.TakeOverTaskResponse(
-            found=self._runner.take_over(order.key, order.owner_address, order.owner_epoch)
+            found=self.runner.take_over(order.key, order.owner_address, order.owner_epoch)
         )
