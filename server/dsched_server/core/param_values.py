@@ -24,7 +24,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from dsched_server.core.builtin_params import NAMES, PREFIX, RunIdentity, builtin_params
@@ -44,8 +43,10 @@ class _Builtin:
 _Part = str | TimeExpr | _Builtin
 
 
-@lru_cache(maxsize=4096)
 def _parts(value: str) -> tuple[_Part, ...]:
+    """``value`` cut into literal text, expressions and built-in references. Not cached: a value
+    may be 64 KiB and the scan is linear; the expressions themselves (at most 256 characters) are
+    (:func:`~dsched_server.core.time_expr.compile_expr`)."""
     parts: list[_Part] = []
     literal: list[str] = []
     i = 0
