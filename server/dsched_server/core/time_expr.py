@@ -122,6 +122,8 @@ def resolve(wall: datetime, zone: ZoneInfo) -> datetime:
 
 def shift_days(local: datetime, days: int) -> datetime:
     """``local`` moved by ``days`` calendar days, wall time kept."""
+    if not days:
+        return local  # itself: resolving again would turn the second 01:30 into the first
     zone = _zone(local)
     return resolve(local.replace(tzinfo=None) + timedelta(days=days), zone)
 
@@ -131,6 +133,8 @@ def shift_months(local: datetime, months: int, day: Callable[[int, int], int]) -
     index = local.year * 12 + local.month - 1 + months
     year, month = divmod(index, 12)
     wall = local.replace(tzinfo=None, year=year, month=month + 1, day=day(year, month + 1))
+    if wall == local.replace(tzinfo=None):
+        return local  # as in shift_days
     return resolve(wall, _zone(local))
 
 

@@ -212,6 +212,12 @@ DST = [
     ("last_day(yyyyMMddHHmm XXX)", "2024-11-04 01:15", 0, NEW_YORK, "202411030115 -04:00"),
     ("week_first_day(yyyyMMddHHmm)", "2024-03-13 02:30", 0, BERLIN, "202403110230"),
     ("this_day(yyyyMMddHHmm XXX)", "2024-11-03 01:30", 1, NEW_YORK, "202411030130 -05:00"),
+    # a move that lands on the same wall time keeps the instant (the second 01:30 stays second)
+    ("yyyyMMddHHmm XXX+0", "2024-11-03 01:30", 1, NEW_YORK, "202411030130 -05:00"),
+    ("add_months(yyyyMMddHHmm XXX,0)", "2024-11-03 01:30", 1, NEW_YORK, "202411030130 -05:00"),
+    ("month_first_day(HHmm XXX)", "2024-11-01 01:30", 0, NEW_YORK, "0130 -04:00"),
+    ("week_last_day(yyyyMMddHHmm XXX)", "2024-11-03 01:30", 1, NEW_YORK, "202411030130 -05:00"),
+    ("week_last_day(yyyyMMddHHmm XXX)", "2024-10-28 01:30", 0, NEW_YORK, "202411030130 -04:00"),
 ]
 
 
