@@ -25,7 +25,7 @@ from dsched_server.core.params import idempotency_key
 from dsched_server.core.time_expr import TimeExprError
 from dsched_server.engine.effects import Effects
 from dsched_server.engine.jobs import DispatchJob
-from dsched_server.engine.messages import AttemptCheck, Check, RetryDue
+from dsched_server.engine.messages import AttemptCheck, Check
 from dsched_server.engine.run_state import RunState, Track
 from dsched_server.protocol.execution import TaskExecution
 from dsched_server.store.batch import BatchWrites
@@ -73,8 +73,10 @@ class Decider:
                 adopted = self.st.tracks[action.task_instance_id]
                 self.fx.adopt(adopted.ti_id, adopted.attempt, adopted.host, adopted.worker_epoch)
             elif isinstance(action, ex.ScheduleRetry):
-                self.fx.timer(action.delay.total_seconds(), RetryDue(action.task))
-                failed = self.st.tracks.get(self.st.execution.task_instance_of(action.task))
+                # Keyed by the failed attempt, like every timer: the next attempt supersedes it.
+                failed_id = self.st.execution.task_instance_of(action.task)
+                self.fx.timer(action.delay.total_seconds(), AttemptCheck(Check.RETRY, failed_id))
+                failed = self.st.tracks.get(failed_id)
                 if failed is not None:
                     self.w.events.append(
                         self.event(

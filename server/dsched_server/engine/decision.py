@@ -26,7 +26,6 @@ from dsched_server.engine.messages import (
     DependencyChecked,
     Dispatched,
     Message,
-    RetryDue,
     Waiting,
     WorkerEvent,
     WorkerGone,
@@ -73,13 +72,10 @@ def decide(
 
 class _Messages(Decider):
     def handle(self, msg: Message, controls: Sequence[ControlRecord]) -> None:
-        st = self.st
         if isinstance(msg, WorkerEvent):
             self._on_worker_event(msg)
         elif isinstance(msg, Dispatched):
             self._on_dispatched(msg)
-        elif isinstance(msg, RetryDue):
-            self.apply(st.execution.retry_due(msg.task))
         elif isinstance(msg, AttemptCheck):
             self._on_check(msg)
         elif isinstance(msg, WorkerGone):
@@ -108,6 +104,8 @@ class _Messages(Decider):
                 self._on_not_on_worker(ti_id)
             case Check.DEPENDENCY:
                 dependent_apply.on_check(self, ti_id)
+            case Check.RETRY:
+                self._on_retry_due(ti_id)
 
     def dispatch(self, track: Track) -> None:
         # A DEPENDENT task runs here, on the master: it never reaches the dispatcher.
@@ -251,6 +249,12 @@ class _Messages(Decider):
                     f"ran longer than {task.timeout}",
                 )
             )
+
+    def _on_retry_due(self, ti_id: int) -> None:
+        track = self.st.tracks.get(ti_id)
+        if track is None:
+            return  # a newer attempt of its task superseded it: that retry is not wanted any more
+        self.apply(self.st.execution.retry_due(track.task))
 
     def _on_not_on_worker(self, ti_id: int) -> None:
         track = self.st.tracks.get(ti_id)

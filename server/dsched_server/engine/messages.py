@@ -41,11 +41,6 @@ class Waiting:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class RetryDue:
-    task: str
-
-
 class Check(Enum):
     """Why the runner looks at one of its attempts again."""
 
@@ -55,6 +50,7 @@ class Check(Enum):
     KILL_UNANSWERED = "kill unanswered"  # a kill found no such attempt (looked at after a grace)
     NOT_ON_WORKER = "not on worker"  # the worker that held an adopted attempt no longer has it
     DEPENDENCY = "dependency"  # a DEPENDENT attempt: look at what it waits for (again)
+    RETRY = "retry"  # it failed, and its task's retry interval has elapsed since
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +107,6 @@ class ApplyControls:
 Message = (
     WorkerEvent
     | Dispatched
-    | RetryDue
     | AttemptCheck
     | WorkerGone
     | Waiting

@@ -11,6 +11,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 from dsched.options import CommandType, ReleaseState
+from dsched.spec import TaskSpec
 from dsched.states import InstanceEventKind, TaskState, WorkflowState
 from dsched_server.core.controls import ControlKind
 from dsched_server.core.dag import Dag
@@ -19,6 +20,8 @@ from dsched_server.core.records import InstanceRecord, RunOptions, RunScope, Wor
 from dsched_server.engine import decision
 from dsched_server.engine.actions import Plan
 from dsched_server.engine.messages import (
+    AttemptCheck,
+    Check,
     Control,
     Dispatched,
     Message,
@@ -37,8 +40,8 @@ SETTINGS = Settings(
 )
 
 
-def _state(*, epoch: int = 7) -> RunState:
-    spec = workflow(task("a"), task("b", "a"))
+def _state(*, epoch: int = 7, a: TaskSpec | None = None) -> RunState:
+    spec = workflow(a or task("a"), task("b", "a"))
     dag = Dag(spec)
     record = WorkflowRecord(
         id=3,
@@ -94,6 +97,11 @@ def _event(
     return WorkerEvent(data, "w1:1", epoch, reply)
 
 
+def _taken_and_ended(ti: int, kind: TaskEventType, reply: asyncio.Future[Ack]) -> list[Message]:
+    """The dispatcher's news that w1 took the attempt, then w1's report that it ended."""
+    return [Dispatched(ti, "w1:1", 5, f"/logs/{ti}"), _event(ti, kind, reply)]
+
+
 def test_begin_creates_the_ready_task_and_dispatches_it_after_the_commit() -> None:
     state = _state()
     plan = decision.begin(state, NOW, [])
@@ -117,10 +125,7 @@ async def test_dispatch_then_success_coalesce_into_one_checked_write_and_release
     state = _state()
     _committed(state, decision.begin(state, NOW, []), 101)
     reply: asyncio.Future[Ack] = asyncio.get_running_loop().create_future()
-    messages: list[Message] = [
-        Dispatched(101, "w1:1", 5, "/logs/101"),
-        _event(101, TaskEventType.SUCCEEDED, reply),
-    ]
+    messages = _taken_and_ended(101, TaskEventType.SUCCEEDED, reply)
     plan = decision.decide(state, NOW, messages)
     write = plan.writes.task_writes[101]
     assert (write.expected, write.via, write.state) == (
@@ -180,9 +185,8 @@ async def test_a_stop_after_a_success_in_one_batch_cancels_the_new_attempt_and_e
     loop = asyncio.get_running_loop()
     ack: asyncio.Future[Ack] = loop.create_future()
     stopped: asyncio.Future[InstanceRecord] = loop.create_future()
-    messages: list[Message] = [
-        Dispatched(101, "w1:1", 5, "/logs/101"),
-        _event(101, TaskEventType.SUCCEEDED, ack),
+    messages = [
+        *_taken_and_ended(101, TaskEventType.SUCCEEDED, ack),
         Control(ControlKind.STOP, "req-1", "m1:1", stopped),
     ]
     plan = decision.decide(state, NOW, messages, [])
@@ -218,6 +222,26 @@ async def test_a_pause_of_a_queued_attempt_ends_paused_through_ready_pause() -> 
     assert w.end_event is not None and w.end_event.workflow_state is W.PAUSED
     _committed(state, plan)
     assert state.stored_state is W.PAUSED
+
+
+async def test_a_failed_attempt_with_retries_left_is_retried_when_its_timer_comes_due() -> None:
+    state = _state(a=task("a", retries=1, retry_interval=timedelta(minutes=1)))
+    _committed(state, decision.begin(state, NOW, []), 101)
+    failed: asyncio.Future[Ack] = asyncio.get_running_loop().create_future()
+    plan = decision.decide(state, NOW, _taken_and_ended(101, TaskEventType.FAILED, failed))
+    assert plan.writes.task_writes[101].state is T.FAILED and plan.writes.creates == []
+    retry = AttemptCheck(Check.RETRY, 101)  # keyed by the failed attempt, like every timer
+    assert plan.effects.timers == [(60.0, retry)]
+    kinds = [(e.task_instance_id, e.kind) for e in plan.writes.events]
+    assert (101, InstanceEventKind.RETRY_SCHEDULED) in kinds
+    _committed(state, plan)
+
+    plan = decision.decide(state, NOW + timedelta(minutes=1), [retry])
+    assert [(c.task_name, c.attempt, c.retry_times) for c in plan.writes.creates] == [("a", 2, 1)]
+    _committed(state, plan, 102)
+    assert list(state.tracks) == [102]  # the new attempt supersedes the failed one
+    again = decision.decide(state, NOW + timedelta(minutes=2), [retry])  # a stale timer
+    assert (again.writes.creates, again.writes.task_writes) == ([], {})
 
 
 def test_the_decision_modules_await_nothing() -> None:
