@@ -205,6 +205,7 @@ class Worker:
                 base_env=self._environ,
                 bash=bash,
                 env_allow=DEFAULT_ALLOW + options.task_env_allow,
+                records=self.records,
             ),
             clock=clock,
             slots=options.slots,
@@ -212,7 +213,6 @@ class Worker:
             kill_grace=options.kill_grace,
             identity=lambda: f"{self.address} (epoch {self.epoch})",
             stamp=lambda execution: execution.accepted_by(self.address, self.epoch),
-            records=self.records,
             remember_finished=options.remember_finished,
             workdirs=self.workdirs,
         )

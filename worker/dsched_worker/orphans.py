@@ -24,6 +24,7 @@ import logging
 import os
 import signal
 import struct
+import threading
 from pathlib import Path
 
 import psutil
@@ -40,12 +41,15 @@ _GROUP = struct.Struct("<Id")  # pgid, the leader's start time
 
 
 class ProcessRecords:
-    """The on-disk list of live task process groups of this worker's data directory."""
+    """The on-disk list of live task process groups of this worker's data directory.
+    :meth:`record` is called from the threads that spawn tasks (:mod:`dsched_worker.process`),
+    :meth:`forget` on the loop: a lock keeps their appends and a compaction apart."""
 
     def __init__(self, directory: Path) -> None:
         self._dir = directory
         self._log = RecordLog(directory / LOG_NAME, compact_bytes=COMPACT_BYTES)
         self._live: dict[int, bytes] = {}  # pgid -> its R record
+        self._lock = threading.Lock()
 
     def record(self, pgid: int) -> None:
         """Remembers a process group whose leader was just started."""
@@ -54,25 +58,27 @@ class ProcessRecords:
         except psutil.Error:
             return  # already gone: nothing can be orphaned
         entry = frame(_STARTED + _GROUP.pack(pgid, started))
-        try:
+        with self._lock:
             try:
-                self._log.append(entry)
-            except FileNotFoundError:
-                self._dir.mkdir(parents=True, exist_ok=True)
-                self._log.append(entry)
-        except OSError as exc:  # a full disk must not fail the task; the orphan risk is logged
-            log.warning("cannot record process group %d: %s", pgid, exc)
-            return
-        self._live[pgid] = entry
+                try:
+                    self._log.append(entry)
+                except FileNotFoundError:
+                    self._dir.mkdir(parents=True, exist_ok=True)
+                    self._log.append(entry)
+            except OSError as exc:  # a full disk must not fail the task; the risk is logged
+                log.warning("cannot record process group %d: %s", pgid, exc)
+                return
+            self._live[pgid] = entry
 
     def forget(self, pgid: int) -> None:
         """The group is gone (its task ended and the rest of the group was killed)."""
-        if self._live.pop(pgid, None) is None:
-            return
-        with contextlib.suppress(OSError):
-            self._log.append(frame(_GONE + _PGID.pack(pgid)))
-            if self._log.wants_compaction(sum(map(len, self._live.values()))):
-                self._log.replace(list(self._live.values()))
+        with self._lock:
+            if self._live.pop(pgid, None) is None:
+                return
+            with contextlib.suppress(OSError):
+                self._log.append(frame(_GONE + _PGID.pack(pgid)))
+                if self._log.wants_compaction(sum(map(len, self._live.values()))):
+                    self._log.replace(list(self._live.values()))
 
     def kill_leftovers(self) -> list[int]:
         """At start: SIGKILLs every group an earlier incarnation recorded (see

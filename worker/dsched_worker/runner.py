@@ -32,7 +32,6 @@ from dsched_worker.attempt import NO_PROCESS_EXIT_CODE, Attempt, Phase, StopCaus
 from dsched_worker.clock import Clock
 from dsched_worker.finished import FinishedAttempts
 from dsched_worker.logs import LogStore
-from dsched_worker.orphans import ProcessRecords
 from dsched_worker.tasks import SpawnError, TaskTypes
 from dsched_worker.workdirs import WorkDirs
 
@@ -65,7 +64,6 @@ class Runner:
         kill_grace: float,
         identity: Callable[[], str],
         stamp: Callable[[TaskExecution], TaskExecution] = lambda e: e,
-        records: ProcessRecords | None = None,
         remember_finished: int = 100_000,
         workdirs: WorkDirs | None = None,
     ) -> None:
@@ -78,7 +76,6 @@ class Runner:
         self._kill_grace = kill_grace
         self._identity = identity
         self._stamp = stamp
-        self._records = records
         self._remember = remember_finished
         self._workdirs = workdirs
         self._attempts: dict[AttemptKey, Attempt] = {}
@@ -301,8 +298,6 @@ class Runner:
             )
         attempt.run = run
         attempt.phase = Phase.RUNNING
-        if self._records is not None and run.pid:
-            self._records.record(run.pid)
         attempt.log.note(f"started at {self._clock().isoformat()}, pid {run.pid}")
         if attempt.stop is not None:  # killed or fenced while starting
             self._begin_kill(attempt, 0.0 if attempt.silent else self._kill_grace)
@@ -315,9 +310,6 @@ class Runner:
         finally:
             if timer is not None:
                 timer.cancel()
-            # wait() (even when cancelled) leaves no member of the group alive.
-            if self._records is not None and run.pid:
-                self._records.forget(run.pid)
         return attempt.outcome(result)
 
     async def _end(self, attempt: Attempt, outcome: AttemptReport) -> None:

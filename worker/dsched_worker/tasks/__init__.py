@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from dsched.spec import ShellSpec, TaskKind
+from dsched_worker.process import GroupRecords
 from dsched_worker.tasks.base import OutputSink, RunningTask, SpawnError, TaskExit, TaskType
 from dsched_worker.tasks.environment import DEFAULT_ALLOW
 from dsched_worker.tasks.shell import ShellTaskType
@@ -47,8 +48,12 @@ def default_task_types(
     base_env: Mapping[str, str],
     bash: str,
     env_allow: Iterable[str] = DEFAULT_ALLOW,
+    records: GroupRecords | None = None,
 ) -> TaskTypes:
     """Every task type this worker supports, working under ``exec_root``; tasks inherit the
-    variables of ``base_env`` that ``env_allow`` names."""
-    shell = ShellTaskType(exec_root=exec_root, base_env=base_env, bash=bash, env_allow=env_allow)
+    variables of ``base_env`` that ``env_allow`` names; the process groups of running tasks are
+    recorded in ``records``."""
+    shell = ShellTaskType(
+        exec_root=exec_root, base_env=base_env, bash=bash, env_allow=env_allow, records=records
+    )
     return TaskTypes({ShellSpec: shell})

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from dsched.spec import ShellSpec
 from dsched_server.protocol.execution import TaskExecution
-from dsched_worker.process import ProcessGroup
+from dsched_worker.process import GroupRecords, ProcessGroup
 from dsched_worker.tasks import environment
 from dsched_worker.tasks.base import OutputSink, RunningTask, SpawnError, TaskExit
 from dsched_worker.tasks.out_params import OutParamParser
@@ -66,7 +66,9 @@ class ShellRun:
 class ShellTaskType:
     """Starts shell attempts under ``exec_root`` with ``bash`` (an absolute path, resolved once with
     the worker's own PATH, so no task can change which bash runs). ``base_env`` is the worker's
-    environment; tasks inherit only its variables that ``env_allow`` names."""
+    environment; tasks inherit only its variables that ``env_allow`` names. ``records``: where
+    the process groups of running attempts are recorded (the worker's reaper kills them if the
+    worker dies)."""
 
     def __init__(
         self,
@@ -75,11 +77,13 @@ class ShellTaskType:
         base_env: Mapping[str, str],
         bash: str,
         env_allow: Iterable[str] = environment.DEFAULT_ALLOW,
+        records: GroupRecords | None = None,
     ) -> None:
         self._exec_root = exec_root
         self._base_env = dict(base_env)
         self._bash = bash
         self._env_allow = tuple(env_allow)
+        self._records = records
 
     def argv(self, script: str) -> list[str]:
         """bash's arguments for ``script``: inline with ``-c`` if it fits (see the module),
@@ -93,12 +97,15 @@ class ShellTaskType:
             raise SpawnError(f"not a shell task: {type(execution.kind).__name__}")
         script = execution.kind.script
         cwd = work_dir(self._exec_root, execution)
-        try:
-            _make_dir(cwd)
-            if not _inline(script):
-                (cwd / SCRIPT_NAME).write_text(script, encoding="utf-8")
-        except OSError as exc:
-            raise SpawnError(f"cannot write the script to {cwd}: {exc}") from exc
+
+        def prepare() -> None:  # in the spawning thread: file system work stays off the loop
+            try:
+                _make_dir(cwd)
+                if not _inline(script):
+                    (cwd / SCRIPT_NAME).write_text(script, encoding="utf-8")
+            except OSError as exc:
+                raise SpawnError(f"cannot write the script to {cwd}: {exc}") from exc
+
         env, notes = environment.task_environment(self._base_env, execution, self._env_allow)
         for note in notes:
             output.note(note)
@@ -110,7 +117,12 @@ class ShellTaskType:
 
         try:
             group = await ProcessGroup.spawn(
-                self.argv(script), cwd=cwd, env=env, on_output=on_output
+                self.argv(script),
+                cwd=cwd,
+                env=env,
+                on_output=on_output,
+                prepare=prepare,
+                records=self._records,
             )
         except OSError as exc:
             if exc.errno == errno.E2BIG:

@@ -1,0 +1,123 @@
+"""Spawning a task's process group off the loop (:mod:`dsched_worker.process`): the group is
+recorded by the spawning thread before the spawn returns and forgotten once it is gone, a failure
+to prepare starts nothing, and a spawn whose caller is cancelled meanwhile leaves no process
+behind."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import psutil
+import pytest
+
+from dsched_worker.orphans import ProcessRecords, recorded
+from dsched_worker.process import ProcessGroup
+
+
+class _Records:
+    """Records groups like :class:`ProcessRecords` and says on the loop when one is forgotten."""
+
+    def __init__(self) -> None:
+        self.recorded: list[int] = []
+        self.forgotten: list[int] = []
+        self.forgot = asyncio.Event()
+
+    def record(self, pgid: int) -> None:
+        self.recorded.append(pgid)
+
+    def forget(self, pgid: int) -> None:
+        self.forgotten.append(pgid)
+        self.forgot.set()
+
+
+def _sleep_in(cwd: Path, records: _Records, prepare: Callable[[], None]) -> Awaitable[object]:
+    """Spawns ``sleep 60`` in ``cwd`` after ``prepare``, recording its group in ``records``."""
+    return ProcessGroup.spawn(
+        ["sleep", "60"],
+        cwd=cwd,
+        env={},
+        on_output=lambda _: None,
+        prepare=prepare,
+        records=records,
+    )
+
+
+async def _gone(pid: int) -> None:
+    """Returns once ``pid`` has exited (its pidfd turns readable; no polling)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    exited = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_reader(fd, exited.set)
+    try:
+        await asyncio.wait_for(exited.wait(), 10)
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
+
+
+async def test_the_group_is_recorded_before_the_spawn_returns_and_forgotten_after_wait(
+    tmp_path: Path,
+) -> None:
+    records = ProcessRecords(tmp_path / "pgids")
+    group = await ProcessGroup.spawn(
+        ["sleep", "60"], cwd=tmp_path, env={}, on_output=lambda _: None, records=records
+    )
+    try:
+        assert group.pid in recorded(tmp_path / "pgids")
+        assert os.getpgid(group.pid) == group.pid
+    finally:
+        group.signal(signal.SIGKILL)
+        await asyncio.wait_for(group.wait(), 10)
+    assert group.pid not in recorded(tmp_path / "pgids")
+
+
+async def test_prepare_runs_first_and_its_error_starts_nothing(tmp_path: Path) -> None:
+    records = _Records()
+    cwd = tmp_path / "made" / "by" / "prepare"
+    group = await ProcessGroup.spawn(
+        ["true"],
+        cwd=cwd,
+        env={},
+        on_output=lambda _: None,
+        prepare=lambda: cwd.mkdir(parents=True),
+        records=records,
+    )
+    assert await asyncio.wait_for(group.wait(), 10) == 0
+    assert records.recorded == records.forgotten == [group.pid]
+
+    def refuse() -> None:
+        raise PermissionError("no")
+
+    with pytest.raises(PermissionError):
+        await _sleep_in(tmp_path, records, refuse)
+    assert records.recorded == [group.pid]
+
+
+async def test_a_spawn_cancelled_while_its_thread_works_leaves_no_process(tmp_path: Path) -> None:
+    records = _Records()
+    release = threading.Event()
+    entered = threading.Event()
+
+    def prepare() -> None:
+        entered.set()
+        release.wait(10)
+
+    spawning = asyncio.ensure_future(_sleep_in(tmp_path, records, prepare))
+    await asyncio.to_thread(entered.wait, 10)
+    spawning.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await spawning
+    release.set()  # the thread spawns now, for a caller that is gone
+    await asyncio.wait_for(records.forgot.wait(), 10)
+    [pid] = records.recorded
+    assert records.forgotten == [pid]
+    await _gone(pid)
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
