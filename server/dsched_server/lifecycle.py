@@ -24,8 +24,12 @@ and test harnesses rely on this contract:
   over, a task killed, a node left in the registry) is logged as ``shutdown abandoned: ...``, the
   last line reads ``dsched <role>: stopped, abandoned: ...`` and the exit status is 3. A process
   still alive at the deadline logs why, kills its tasks and exits with 3 at once. A second SIGTERM
-  or SIGINT exits at once with 128 + the signal's number (a worker kills its tasks first, so none
-  runs on unsupervised). A signal during start-up abandons the start (bounded the same way).
+  or SIGINT exits at once with 128 + the number of that second signal (a worker kills its tasks
+  first, so none runs on unsupervised). "Second" is in the order the process takes them: two sent
+  back to back may be taken in either order (the kernel hands each to any thread of the process,
+  and two pending at once go lowest number first), so SIGTERM then SIGINT at once may exit with
+  143 as well as 130; the log line names the signal. A signal during start-up abandons the start
+  (bounded the same way).
 * Exit status 2: invalid settings, each violation on its own line of stderr. Exit status 1: the
   server could not start (ZooKeeper or the database unreachable, the port taken, ...), said in one
   ``error:`` line; the traceback is logged at DEBUG only.

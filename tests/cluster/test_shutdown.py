@@ -147,11 +147,16 @@ def test_a_second_signal_exits_at_once(cluster: Cluster) -> None:
     assert "dsched worker: SIGINT again: exiting at once" in worker.log()
     # Its task did not outlive it: nothing supervises it any more.
     cluster.wait_dead(tasks, timeout=AT_ONCE_S)
-    # Two signals in a row: the master is still stopping when the second arrives.
+    # Two signals in a row: the master is still stopping when the second arrives. Sent back to
+    # back, they are taken in no set order (the kernel hands each to any of the process's
+    # threads; two pending at once go lowest number first): the status is that of whichever it
+    # took second, the one its log names.
     sent = signal_all([master], signal.SIGTERM)
     os.kill(master.pid, signal.SIGINT)
     code, took = exits(master, sent, AT_ONCE_S + MARGIN_S + 10)
-    assert code == 128 + signal.SIGINT, master.log_tail()
+    log = master.log()
+    (second,) = [s for s in (signal.SIGINT, signal.SIGTERM) if f"{s.name} again: exiting" in log]
+    assert code == 128 + second, master.log_tail()
     assert took < AT_ONCE_S + MARGIN_S
 
 

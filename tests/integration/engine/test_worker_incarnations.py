@@ -35,9 +35,14 @@ from dsched_server.heartbeat import HeartbeatInfo, ServerStatus, encode_heartbea
 from dsched_server.store.database import Database
 from dsched_worker.agent import worker_node
 from tests.conftest import free_port
-from tests.integration.engine.conftest import SESSION_TIMEOUT_S
 
 WAIT_S = 15.0
+# No test here waits for a session to end (each ends its sessions by stopping the client, which
+# removes their nodes at once), so the sessions are the longest the test server grants (20 ticks of
+# 1 s). With the 4 s of the other engine tests, kazoo drops a connection that is silent for 2/3 of
+# the session (2.7 s) and the session ends 4 s after the last ping: a stall that long on a loaded
+# machine (the JVM's or the client thread's) ends it, and its nodes vanish mid-test.
+SESSION_TIMEOUT_S = 20.0
 NEVER = 600.0  # a failover delay no test waits out: a failover seen is a confirmed death
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
 

@@ -45,13 +45,21 @@ def watched() -> Iterator[Watched]:
         if state is not grpc.ChannelConnectivity.IDLE:
             moved.set()
 
+    before = set(threading.enumerate())
     channel.subscribe(record, try_to_connect=False)
+    # grpc watches the channel from a thread of its own, which raises (an unhandled thread
+    # exception, reported by pytest in whichever test runs then) if the channel is closed while it
+    # looks: the channel is closed only once that thread has seen the unsubscription and ended.
+    pollers = set(threading.enumerate()) - before
     first.wait(5)  # grpc reports the initial state (IDLE) at once
     client = Client(channel, target=target, timeout=5)
     try:
         yield Watched(client, states, moved)
     finally:
         channel.unsubscribe(record)
+        for thread in pollers:
+            thread.join(5)  # it looks again every 0.2 s at most
+        assert not any(t.is_alive() for t in pollers)
         client.close()
 
 
