@@ -206,6 +206,7 @@ class Worker:
                 bash=bash,
                 env_allow=DEFAULT_ALLOW + options.task_env_allow,
                 records=self.records,
+                workdirs=self.workdirs,
             ),
             clock=clock,
             slots=options.slots,

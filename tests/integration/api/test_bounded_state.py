@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from dsched.v1 import log_service_pb2 as logs_pb
+from dsched_worker.workdirs import POOL, POOL_MAX
 from tests.integration.api.conftest import (
     SUCCEEDED,
     WAIT_S,
@@ -74,10 +75,15 @@ async def all_released(c: Cluster) -> None:
         await asyncio.sleep(0.05)
         sizes = held(c)
     assert sizes == dict.fromkeys(sizes, 0)
-    # On disk too: every attempt succeeded, so no working directory is left.
+    # On disk too: every attempt succeeded, so no working directory is left but the empty ones
+    # kept for later attempts (a bounded pool).
     await c.worker.workdirs.wait_emptied()
-    assert [p.name for p in c.worker.workdirs.root.iterdir()] in ([], [".trash"])
-    assert not any((c.worker.workdirs.root / ".trash").glob("*"))
+    root = c.worker.workdirs.root
+    assert {p.name for p in root.iterdir()} <= {".trash", POOL}
+    assert not any((root / ".trash").glob("*"))
+    pooled = list((root / POOL).glob("*"))
+    assert len(pooled) <= POOL_MAX
+    assert not any(any(p.iterdir()) for p in pooled)
 
 
 async def cancelled_after_first_frame(c: Cluster, instance_id: int) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 from dsched_server.protocol.event import TaskEventType
 from dsched_server.protocol.execution import TaskExecution
 from dsched_worker.log_expiry import DAY_S, expire_logs
+from dsched_worker.workdirs import POOL
 
 SUCCEEDED, FAILED = TaskEventType.SUCCEEDED, TaskEventType.FAILED
 WAIT_S = 20.0
@@ -155,3 +156,29 @@ async def test_retention_zero_keeps_logs(harness):
     os.utime(path, (long_ago, long_ago))
     await worker.janitor.sweep()
     assert path.exists()
+
+
+async def test_an_empty_directory_is_kept_for_the_next_attempt_with_the_mode_mkdir_gives(harness):
+    worker = await harness.worker()
+    umask = os.umask(0)
+    os.umask(umask)
+    # The first task leaves its directory empty but with another mode; the second gets that same
+    # directory (one inode, renamed), with the mode a fresh mkdir would have given it.
+    first = harness.execution("stat -c 'inode %i' . && chmod 700 .")
+    await harness.dispatch(worker, first)
+    assert (await harness.master.wait_terminal(first.task_instance_id)).type is SUCCEEDED
+    assert await gone(workdir(harness, first))
+    await worker.workdirs.wait_emptied()
+    pooled = list((harness.data_dir / "exec" / POOL).iterdir())
+    assert len(pooled) == 1
+
+    second = harness.execution("stat -c 'inode %i mode %a' . && touch left-behind")
+    await harness.dispatch(worker, second)
+    assert (await harness.master.wait_terminal(second.task_instance_id)).type is SUCCEEDED
+    inode = worker.logs.path_for(first).read_text().split("inode ")[1].split()[0]
+    assert f"inode {inode} mode {0o777 & ~umask:o}\n" in worker.logs.path_for(second).read_text()
+    # It left a file: not pooled, removed.
+    assert await gone(workdir(harness, second))
+    await worker.workdirs.wait_emptied()
+    assert list((harness.data_dir / "exec" / POOL).iterdir()) == []
+    assert list((harness.data_dir / "exec" / ".trash").iterdir()) == []

@@ -14,6 +14,7 @@ from dsched_worker.process import GroupRecords
 from dsched_worker.tasks.base import OutputSink, RunningTask, SpawnError, TaskExit, TaskType
 from dsched_worker.tasks.environment import DEFAULT_ALLOW
 from dsched_worker.tasks.shell import ShellTaskType
+from dsched_worker.workdirs import WorkDirs
 
 __all__ = [
     "OutputSink",
@@ -49,11 +50,17 @@ def default_task_types(
     bash: str,
     env_allow: Iterable[str] = DEFAULT_ALLOW,
     records: GroupRecords | None = None,
+    workdirs: WorkDirs | None = None,
 ) -> TaskTypes:
     """Every task type this worker supports, working under ``exec_root``; tasks inherit the
     variables of ``base_env`` that ``env_allow`` names; the process groups of running tasks are
-    recorded in ``records``."""
+    recorded in ``records``; ``workdirs`` makes their working directories."""
     shell = ShellTaskType(
-        exec_root=exec_root, base_env=base_env, bash=bash, env_allow=env_allow, records=records
+        exec_root=exec_root,
+        base_env=base_env,
+        bash=bash,
+        env_allow=env_allow,
+        records=records,
+        workdirs=workdirs,
     )
     return TaskTypes({ShellSpec: shell})

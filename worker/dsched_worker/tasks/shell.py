@@ -37,7 +37,7 @@ from dsched_worker.process import GroupRecords, ProcessGroup
 from dsched_worker.tasks import environment
 from dsched_worker.tasks.base import OutputSink, RunningTask, SpawnError, TaskExit
 from dsched_worker.tasks.out_params import OutParamParser
-from dsched_worker.workdirs import work_dir
+from dsched_worker.workdirs import WorkDirs, make_dir, work_dir
 
 SCRIPT_NAME = "script.sh"
 # Scripts up to this size (UTF-8 bytes) go to bash as an argument, larger ones through a file.
@@ -68,7 +68,8 @@ class ShellTaskType:
     the worker's own PATH, so no task can change which bash runs). ``base_env`` is the worker's
     environment; tasks inherit only its variables that ``env_allow`` names. ``records``: where
     the process groups of running attempts are recorded (the worker's reaper kills them if the
-    worker dies)."""
+    worker dies). ``workdirs``: makes the attempts' working directories (from its pool of empty
+    ones), else each is made with ``mkdir``."""
 
     def __init__(
         self,
@@ -78,12 +79,14 @@ class ShellTaskType:
         bash: str,
         env_allow: Iterable[str] = environment.DEFAULT_ALLOW,
         records: GroupRecords | None = None,
+        workdirs: WorkDirs | None = None,
     ) -> None:
         self._exec_root = exec_root
         self._base_env = dict(base_env)
         self._bash = bash
         self._env_allow = tuple(env_allow)
         self._records = records
+        self._make_dir = make_dir if workdirs is None else workdirs.make
 
     def argv(self, script: str) -> list[str]:
         """bash's arguments for ``script``: inline with ``-c`` if it fits (see the module),
@@ -100,7 +103,7 @@ class ShellTaskType:
 
         def prepare() -> None:  # in the spawning thread: file system work stays off the loop
             try:
-                _make_dir(cwd)
+                self._make_dir(cwd)
                 if not _inline(script):
                     (cwd / SCRIPT_NAME).write_text(script, encoding="utf-8")
             except OSError as exc:
@@ -142,16 +145,3 @@ def _inline(script: str) -> bool:
     if "\0" in script or len(script) > INLINE_MAX:
         return False
     return len(script) * 4 <= INLINE_MAX or len(script.encode("utf-8")) <= INLINE_MAX
-
-
-def _make_dir(path: Path) -> None:
-    """Makes the attempt's directory and its instance's. The worker removes an instance's
-    directory in a thread when its last attempt's goes (:mod:`dsched_worker.workdirs`), which can
-    fall between the two ``mkdir``: then the instance's is made again."""
-    for _ in range(3):
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-            return
-        except FileNotFoundError:
-            continue
-    path.mkdir(parents=True, exist_ok=True)
