@@ -57,6 +57,7 @@ from dsched_server.api.log_proxy import LogProxy
 from dsched_server.api.master_peer import MasterPeerServicer
 from dsched_server.api.master_servicer import MasterServicer
 from dsched_server.api.task_events import TaskEventServicer
+from dsched_server.app.backfill_driver import BackfillDriver
 from dsched_server.clock import SystemClock
 from dsched_server.constants import (
     DEFAULT_CLUSTER_PORT,
@@ -177,6 +178,7 @@ class Master:
         self.services: EngineServices | None = None
         self.consumer: CommandConsumer | None = None
         self.control_sweep: ControlSweep | None = None
+        self.backfills: BackfillDriver | None = None
         self._serving: Serving | None = None
         self._cluster_serving: Serving | None = None
         self._task_events: TaskEventServicer | None = None
@@ -255,6 +257,8 @@ class Master:
         )
         self.db.availability.subscribe(self._on_database)
         self.control_sweep = ControlSweep(self.services, self.runners)
+        self.backfills = BackfillDriver(ctx, enabled=lambda: self._registered)
+        self.services.on_backfill_run_ended = self.backfills.run_ended
         self.failover = Failover(
             self.services,
             self.registry,
@@ -277,6 +281,7 @@ class Master:
         await self.reloads.start()
         await self.consumer.start()
         await self.control_sweep.start()
+        await self.backfills.start()
         await self.history.start()
         log.info(
             "master %s started (epoch %s); workers report to %s",
@@ -376,6 +381,8 @@ class Master:
             await self.reloads.stop()
         if self.control_sweep is not None:
             await self.control_sweep.stop()
+        if self.backfills is not None:
+            await self.backfills.stop()
         await self.history.stop()
 
     @property

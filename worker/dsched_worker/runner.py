@@ -18,6 +18,7 @@ another worker may already own them, and the master's worker failover decides th
 from __future__ import annotations
 
 import asyncio
+import bisect
 import collections
 import logging
 from collections.abc import Callable, Coroutine
@@ -81,7 +82,9 @@ class Runner:
         self._attempts: dict[AttemptKey, Attempt] = {}
         self._finished = FinishedAttempts(limit=remember_finished)
         self._killed_unknown: collections.OrderedDict[AttemptKey, str] = collections.OrderedDict()
-        self._queue: collections.deque[Attempt] = collections.deque()
+        # Waiting for a slot, by queue rank, in arrival order within a rank (a backfill's runs
+        # behind the others: the master's order, kept here when every slot is busy).
+        self._queue: list[Attempt] = []
         self._running = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopping = False
@@ -156,7 +159,7 @@ class Runner:
         self._attempts[key] = attempt
         if self.full:
             task_log.note(f"waiting for a free slot ({self.slots} in use)")
-            self._queue.append(attempt)
+            bisect.insort(self._queue, attempt, key=_rank)
         else:
             self._start(attempt)
         return Dispatch(outcome=DispatchOutcome.ACCEPTED, log_path=str(task_log.path))
@@ -343,7 +346,7 @@ class Runner:
 
     def _start_next(self) -> None:
         while self._queue and not self.full and not self._stopping:
-            self._start(self._queue.popleft())
+            self._start(self._queue.pop(0))
 
     def _arm_timeout(self, attempt: Attempt) -> asyncio.TimerHandle | None:
         if not attempt.execution.kills_at_timeout:
@@ -361,3 +364,7 @@ class Runner:
         if attempt.run is None or (attempt.kill_task is not None and not force):
             return
         attempt.kill_task = self._spawn(attempt.run.kill(grace))
+
+
+def _rank(attempt: Attempt) -> int:
+    return attempt.execution.queue_rank

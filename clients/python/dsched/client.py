@@ -29,6 +29,7 @@ from typing import Self
 import grpc
 
 from dsched import coerce, convert
+from dsched.backfills import BackfillCalls
 from dsched.definitions import DefinitionCalls
 from dsched.instances import InstanceCalls
 from dsched.options import HistoryKind
@@ -45,7 +46,7 @@ _default: Client | None = None
 _default_lock = threading.Lock()
 
 
-class Client(DefinitionCalls, InstanceCalls):
+class Client(DefinitionCalls, InstanceCalls, BackfillCalls):
     """A connection to a dsched master. Thread-safe; close it (or use ``with``) when done.
 
     Build one with :meth:`connect`; the constructor takes an existing channel (which the client

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import TypeVar
 
@@ -80,3 +80,17 @@ def params(values: Mapping[str, object] | None) -> dict[str, str]:
         else:
             out[str(key)] = str(value)
     return out
+
+
+def aware(value: datetime, option: str) -> datetime:
+    """``value`` in UTC; a naive datetime is refused (which zone it meant cannot be guessed).
+
+    Raises:
+        InvalidArgument: ``value`` carries no time zone.
+    """
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidArgument(
+            f"{option} must carry a time zone (e.g. datetime(..., tzinfo=UTC))",
+            violations=[FieldViolation(option, "a naive datetime")],
+        )
+    return value.astimezone(UTC)

@@ -37,15 +37,22 @@ from dsched.dependency import (
 )
 from dsched.errors import FieldViolation, Internal
 from dsched.options import (
+    BackfillFailure,
+    BackfillOrder,
+    BackfillReprocess,
+    BackfillState,
     CommandType,
     FailureStrategy,
     HistoryKind,
     Priority,
     ReleaseState,
+    RunTrigger,
     TaskDependType,
     TimeoutStrategy,
 )
 from dsched.results import (
+    Backfill,
+    BackfillProgress,
     ClusterMember,
     HistoryTally,
     InstanceEvent,
@@ -63,6 +70,7 @@ from dsched.results import (
 from dsched.spec import ShellSpec, TaskKind, TaskSpec, WorkflowSpec
 from dsched.states import InstanceEventKind, TaskState, WorkflowState
 from dsched.v1 import (
+    backfill_pb2,
     dependent_pb2,
     enums_pb2,
     log_service_pb2,
@@ -113,6 +121,13 @@ INSTANCE_EVENT_KIND = EnumMap(
     InstanceEventKind, enums_pb2.InstanceEventKind, "INSTANCE_EVENT_KIND_"
 )
 HISTORY_KIND = EnumMap(HistoryKind, enums_pb2.HistoryKind, "HISTORY_KIND_")
+RUN_TRIGGER = EnumMap(RunTrigger, enums_pb2.RunTrigger, "RUN_TRIGGER_")
+BACKFILL_STATE = EnumMap(BackfillState, backfill_pb2.BackfillState, "BACKFILL_STATE_")
+BACKFILL_ORDER = EnumMap(BackfillOrder, backfill_pb2.BackfillOrder, "BACKFILL_ORDER_")
+BACKFILL_REPROCESS = EnumMap(
+    BackfillReprocess, backfill_pb2.BackfillReprocess, "BACKFILL_REPROCESS_"
+)
+BACKFILL_FAILURE = EnumMap(BackfillFailure, backfill_pb2.BackfillFailure, "BACKFILL_FAILURE_")
 DEPENDENCY_CYCLE = EnumMap(Cycle, dependent_pb2.DependencyCycle, "DEPENDENCY_CYCLE_")
 DEPENDENCY_RELATION = EnumMap(Relation, dependent_pb2.DependencyRelation, "DEPENDENCY_RELATION_")
 DEPENDENCY_FAILURE = EnumMap(
@@ -416,6 +431,10 @@ def instance_from_proto(msg: resources_pb2.WorkflowInstance) -> WorkflowInstance
         end_time=_time(msg, "end_time"),
         state_reason=msg.state_reason,
         var_pool=dict(msg.var_pool),
+        schedule_time=_time(msg, "schedule_time"),
+        time_zone=msg.time_zone or "UTC",
+        trigger=_member(RUN_TRIGGER, RunTrigger, msg.trigger, RunTrigger.MANUAL),
+        backfill_id=msg.backfill_id or None,
     )
 
 
@@ -523,4 +542,35 @@ def server_info_from_proto(msg: master_service_pb2.GetServerInfoResponse) -> Ser
         address=msg.address,
         start_time=_time(msg, "start_time"),
         counters=dict(msg.counters),
+    )
+
+
+def backfill_from_proto(msg: backfill_pb2.Backfill) -> Backfill:
+    p = msg.progress
+    return Backfill(
+        id=msg.id,
+        project=msg.project,
+        workflow=msg.workflow,
+        state=_required(BACKFILL_STATE, BackfillState, msg.state),
+        dates=tuple(d.ToDatetime(tzinfo=UTC) for d in msg.dates),
+        time_zone=msg.time_zone or "UTC",
+        cron=msg.cron,
+        order=_member(BACKFILL_ORDER, BackfillOrder, msg.order, BackfillOrder.ASCENDING),
+        parallelism=msg.parallelism,
+        reprocess=_member(
+            BACKFILL_REPROCESS, BackfillReprocess, msg.reprocess, BackfillReprocess.ALL
+        ),
+        on_failure=_member(
+            BACKFILL_FAILURE, BackfillFailure, msg.on_failure, BackfillFailure.CONTINUE
+        ),
+        progress=BackfillProgress(
+            succeeded=p.succeeded,
+            running=p.running,
+            failed=p.failed,
+            pending=p.pending,
+            skipped=p.skipped,
+            eta=p.eta.ToTimedelta() if p.HasField("eta") else None,
+        ),
+        create_time=_time(msg, "create_time"),
+        end_time=_time(msg, "end_time"),
     )

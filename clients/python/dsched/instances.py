@@ -66,8 +66,14 @@ class InstanceCalls(RpcBase):
         dry_run: bool = False,
         request_id: str | None = None,
         dispatch_timeout: timedelta | float | None = None,
+        schedule_time: datetime | None = None,
+        time_zone: str = "",
     ) -> WorkflowInstance:
         """Starts a run of an ONLINE workflow; returns the new instance (SUBMITTED).
+
+        ``schedule_time`` (an aware datetime) is what the run's time parameters count from
+        (``$[yyyyMMdd-1]``, ``system.biz.date``), read in ``time_zone`` (IANA; default UTC);
+        None: now.
 
         ``dispatch_timeout`` (a timedelta or seconds) bounds how long a task may wait for a
         worker of its group; then it fails saying why it waited. None: the master's default;
@@ -119,6 +125,9 @@ class InstanceCalls(RpcBase):
                 else float(dispatch_timeout)
             )
             req.dispatch_timeout.FromTimedelta(timedelta(seconds=seconds))
+        if schedule_time is not None:
+            req.schedule_time.FromDatetime(coerce.aware(schedule_time, "schedule_time"))
+        req.time_zone = time_zone
         return _instance(self._call(self._master.StartWorkflow, req))
 
     def pause_instance(self, id: int, *, request_id: str | None = None) -> WorkflowInstance:

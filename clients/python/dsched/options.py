@@ -46,6 +46,14 @@ class TimeoutStrategy(StrEnum):
         return self is not TimeoutStrategy.FAIL
 
 
+class RunTrigger(StrEnum):
+    """What started a run."""
+
+    MANUAL = "MANUAL"  # a client's StartWorkflow
+    SCHEDULE = "SCHEDULE"  # a schedule's fire time
+    BACKFILL = "BACKFILL"  # a date of a backfill
+
+
 class ReleaseState(StrEnum):
     OFFLINE = "OFFLINE"
     ONLINE = "ONLINE"
@@ -66,3 +74,35 @@ class HistoryKind(StrEnum):
     REQUEST_IDS = "REQUEST_IDS"  # stored answers to request ids
     EVENTS = "EVENTS"  # the events of finished instances
     INSTANCES = "INSTANCES"  # finished instances with their task instances, events and controls
+
+
+class BackfillState(StrEnum):
+    RUNNING = "RUNNING"
+    PAUSED = "PAUSED"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def finished(self) -> bool:
+        return self in (BackfillState.SUCCEEDED, BackfillState.FAILED, BackfillState.CANCELLED)
+
+
+class BackfillOrder(StrEnum):
+    ASCENDING = "ASCENDING"
+    DESCENDING = "DESCENDING"
+
+
+class BackfillReprocess(StrEnum):
+    """Which dates a backfill runs: all, those whose last run failed, those never run."""
+
+    ALL = "ALL"
+    FAILED = "FAILED"
+    MISSING = "MISSING"
+
+
+class BackfillFailure(StrEnum):
+    """What a failed date does: the others run anyway, or the pending ones are skipped."""
+
+    CONTINUE = "CONTINUE"
+    STOP = "STOP"

@@ -14,11 +14,16 @@ from enum import StrEnum
 from typing import Generic, TypeVar
 
 from dsched.options import (
+    BackfillFailure,
+    BackfillOrder,
+    BackfillReprocess,
+    BackfillState,
     CommandType,
     FailureStrategy,
     HistoryKind,
     Priority,
     ReleaseState,
+    RunTrigger,
     TaskDependType,
 )
 from dsched.spec import WorkflowSpec
@@ -117,6 +122,12 @@ class WorkflowInstance:
     end_time: datetime | None = None
     state_reason: str = ""
     var_pool: Mapping[str, str] = field(default_factory=dict)
+    # What its time parameters and DEPENDENT windows count from, and in which zone (None: an
+    # instance stored before dsched kept one); what started it; the backfill it runs a date of.
+    schedule_time: datetime | None = None
+    time_zone: str = "UTC"
+    trigger: RunTrigger = RunTrigger.MANUAL
+    backfill_id: int | None = None
 
     @property
     def terminal(self) -> bool:
@@ -268,3 +279,42 @@ class Page(Generic[T]):
     @property
     def last(self) -> bool:
         return not self.next_page_token
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillProgress:
+    succeeded: int = 0
+    running: int = 0
+    failed: int = 0
+    pending: int = 0
+    skipped: int = 0
+    eta: timedelta | None = None  # an estimate; None until a run has finished
+
+    @property
+    def total(self) -> int:
+        return self.succeeded + self.running + self.failed + self.pending + self.skipped
+
+    @property
+    def done(self) -> int:
+        """Dates that will not run again: succeeded, failed or skipped."""
+        return self.succeeded + self.failed + self.skipped
+
+
+@dataclass(frozen=True, slots=True)
+class Backfill:
+    """Runs of a workflow for past schedule times (see ``Backfill`` in backfill.proto)."""
+
+    id: int
+    project: str
+    workflow: str
+    state: BackfillState
+    dates: tuple[datetime, ...] = ()  # in run order (empty in a listing)
+    time_zone: str = "UTC"
+    cron: str = ""
+    order: BackfillOrder = BackfillOrder.ASCENDING
+    parallelism: int = 1
+    reprocess: BackfillReprocess = BackfillReprocess.ALL
+    on_failure: BackfillFailure = BackfillFailure.CONTINUE
+    progress: BackfillProgress = field(default_factory=BackfillProgress)
+    create_time: datetime | None = None
+    end_time: datetime | None = None

@@ -14,6 +14,7 @@ from dsched.convert import (
     INSTANCE_EVENT_KIND,
     PRIORITY,
     RELEASE_STATE,
+    RUN_TRIGGER,
     TASK_DEPEND_TYPE,
     TASK_STATE,
     WORKFLOW_STATE,
@@ -89,6 +90,10 @@ def instance(r: InstanceRecord) -> resources_pb2.WorkflowInstance:
         end_time=timestamp(r.end_time),
         state_reason=r.state_reason,
         var_pool=dict(r.var_pool),
+        schedule_time=timestamp(r.schedule_time),
+        time_zone=r.time_zone,
+        trigger=RUN_TRIGGER.number(r.trigger),
+        backfill_id=r.backfill_id or 0,
     )
 
 

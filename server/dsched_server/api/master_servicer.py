@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dsched.v1 import master_service_pb2_grpc
+from dsched_server.api.backfills import BackfillsApi
 from dsched_server.api.context import MasterContext
 from dsched_server.api.controls import ControlsApi
 from dsched_server.api.definitions import DefinitionsApi
@@ -17,6 +18,7 @@ class MasterServicer(
     ControlsApi,
     QueriesApi,
     HistoryApi,
+    BackfillsApi,
     master_service_pb2_grpc.MasterServiceServicer,
 ):
     """Every MasterService RPC; the mixins share ``ctx``."""

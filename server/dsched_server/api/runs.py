@@ -87,8 +87,14 @@ def _start_run(request: pb.StartWorkflowRequest) -> runs.StartRun:
         dry_run=request.dry_run,
         dispatch_timeout=_dispatch_timeout(request, checks),
     )
+    schedule_time = (
+        checks.instant("schedule_time", request.schedule_time)
+        if request.HasField("schedule_time")
+        else None
+    )
+    zone = checks.time_zone("time_zone", request.time_zone)
     checks.raise_if_any()
-    return runs.StartRun(request.project, request.workflow, options)
+    return runs.StartRun(request.project, request.workflow, options, schedule_time, zone)
 
 
 def _scope(request: pb.ExecuteFromTaskRequest) -> RunScope:

@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TypeVar
+
+from google.protobuf import timestamp_pb2
 
 from dsched.convert import EnumMap
 from dsched.errors import FieldViolation, InvalidArgument
@@ -18,9 +21,11 @@ from dsched.spec import (
     params_violations,
 )
 from dsched_server.core.param_values import params_errors
+from dsched_server.core.zones import zone_problem
 
 E = TypeVar("E", bound=StrEnum)
 MAX_REQUEST_ID = 128
+_MAX_SECONDS = 253_402_300_799  # 9999-12-31T23:59:59Z
 
 
 class Checks:
@@ -85,6 +90,22 @@ class Checks:
         self.templates("workflow.params", spec.params)
         for i, task in enumerate(spec.tasks):
             self.templates(f"workflow.tasks[{i}].params", task.params)
+
+    def time_zone(self, field: str, value: str) -> str:
+        """An IANA zone name; empty means UTC."""
+        if not value:
+            return "UTC"
+        problem = zone_problem(value)
+        if problem is not None:
+            self.add(field, problem)
+        return value
+
+    def instant(self, field: str, value: timestamp_pb2.Timestamp) -> datetime | None:
+        """A timestamp between 1970 and 9999 (the range every backend stores)."""
+        if not (0 <= value.seconds <= _MAX_SECONDS and 0 <= value.nanos < 10**9):
+            self.add(field, "must be a time between 1970-01-01 and 9999-12-31 UTC")
+            return None
+        return value.ToDatetime(tzinfo=UTC)
 
     def task_names(self, field: str, names: Iterable[str]) -> None:
         seen: set[str] = set()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from dsched.errors import FailedPrecondition, FieldViolation, InvalidArgument, Unavailable
 from dsched.options import CommandType, ReleaseState
@@ -16,10 +17,11 @@ from dsched.spec import WorkflowSpec
 from dsched.states import WorkflowState
 from dsched_server.app.transaction import Transaction
 from dsched_server.core import transitions
-from dsched_server.core.records import InstanceRecord, RunOptions, RunScope
+from dsched_server.core.records import InstanceRecord, RunOptions, RunScope, WorkflowRecord
 from dsched_server.store import definitions, events
 from dsched_server.store import instances as instance_repo
 from dsched_server.store.events import NewEvent
+from dsched_server.store.instances import RunTime
 
 W = WorkflowState
 
@@ -31,6 +33,9 @@ class StartRun:
     project: str
     workflow: str
     options: RunOptions = field(default_factory=RunOptions)
+    # What its time parameters count from (None: when it is started) and the zone they count in.
+    schedule_time: datetime | None = None
+    time_zone: str = "UTC"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,15 +58,32 @@ async def start(tx: Transaction, run: StartRun) -> InstanceRecord:
     FAILED_PRECONDITION (WORKFLOW_OFFLINE) if the workflow is offline; INVALID_ARGUMENT if a start
     task is not in it; NOT_FOUND if the project or workflow does not exist.
     """
-    workflow = await definitions.get_workflow(tx.conn, run.project, run.workflow)
+    workflow = await online_workflow(tx, run.project, run.workflow)
+    _require_tasks(workflow.spec, run.options.scope.start_tasks)
+    when = RunTime(schedule_time=run.schedule_time or tx.now, time_zone=run.time_zone)
+    instance_id = await create(tx, workflow, run.options, when)
+    return await instance_repo.get_instance(tx.conn, instance_id)
+
+
+async def online_workflow(tx: Transaction, project: str, name: str) -> WorkflowRecord:
+    """The workflow's current version; FAILED_PRECONDITION (WORKFLOW_OFFLINE) if it is offline,
+    NOT_FOUND if it or its project does not exist."""
+    workflow = await definitions.get_workflow(tx.conn, project, name)
     if workflow.release_state is not ReleaseState.ONLINE:
         raise FailedPrecondition(
-            f"workflow {run.project}/{run.workflow} is OFFLINE; put it online to run it",
+            f"workflow {project}/{name} is OFFLINE; put it online to run it",
             reason="WORKFLOW_OFFLINE",
-            metadata={"project": run.project, "workflow": run.workflow},
+            metadata={"project": project, "workflow": name},
         )
-    _require_tasks(workflow.spec, run.options.scope.start_tasks)
-    instance_id = await instance_repo.create_instance(tx.conn, workflow, run.options, tx.now)
+    return workflow
+
+
+async def create(
+    tx: Transaction, workflow: WorkflowRecord, options: RunOptions, when: RunTime
+) -> int:
+    """Writes a SUBMITTED instance, its event and its command; wakes the consumer after the
+    commit. Returns the instance id."""
+    instance_id = await instance_repo.create_instance(tx.conn, workflow, options, tx.now, when)
     await events.append(
         tx.conn,
         [
@@ -72,7 +94,7 @@ async def start(tx: Transaction, run: StartRun) -> InstanceRecord:
         tx.now,
     )
     tx.command_added(instance_id)
-    return await instance_repo.get_instance(tx.conn, instance_id)
+    return instance_id
 
 
 async def resume(tx: Transaction, instance_id: int) -> InstanceRecord:
@@ -123,7 +145,7 @@ async def _restart(
     ):
         raise Unavailable("the instance changed meanwhile; retry", reason="CONCURRENT_CHANGE")
     await instance_repo.add_command(
-        tx.conn, instance_id, command, instance.options.priority.rank, scope, tx.now
+        tx.conn, instance_id, command, instance.queue_rank, scope, tx.now
     )
     await events.append(
         tx.conn,

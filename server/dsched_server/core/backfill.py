@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from dsched_server.core.records import RunOptions
+
 DEFAULT_MAX_DATES = 1000
 MAX_PARALLELISM = 32
 
@@ -162,6 +164,9 @@ class DateRun:
     position: int
     when: datetime
     state: DateState
+    instance_id: int | None = None  # its run, once started
+    started: datetime | None = None
+    ended: datetime | None = None
 
 
 def to_start(state: BackfillState, dates: Sequence[DateRun], options: Options) -> list[DateRun]:
@@ -259,3 +264,22 @@ def progress(
         skipped=counts[DateState.SKIPPED],
         eta=eta,
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackfillRecord:
+    """A stored backfill. ``dates`` in run order (empty when listed without them)."""
+
+    id: int
+    project: str
+    workflow: str
+    workflow_code: int
+    state: BackfillState
+    cron: str
+    time_zone: str
+    options: Options
+    run_options: RunOptions
+    create_time: datetime
+    end_time: datetime | None
+    dates: tuple[DateRun, ...] = ()
+    progress: Progress | None = None

@@ -155,13 +155,14 @@ def expand_params(
 
 
 def time_basis(instance: InstanceRecord) -> tuple[datetime, ZoneInfo]:
-    """The schedule time and time zone a run's templates are evaluated against.
-
-    Instances do not carry a schedule time of their own yet (issue 10's scheduling adds one): until
-    then it is the time the run was submitted, in UTC. A rerun or a recovery of the same instance
-    keeps it, so every attempt of a run sees the same business date.
-    """
-    return instance.submit_time, _UTC
+    """The schedule time and time zone a run's templates (and its DEPENDENT windows) count from:
+    the instance's own (a schedule's fire time, a backfill's date, or when a manual run was
+    started unless the client gave one), kept by a rerun or a recovery so every attempt of a run
+    sees the same business date. A run stored before instances had one counts from its submit
+    time, in UTC."""
+    if instance.schedule_time is None:
+        return instance.submit_time, _UTC
+    return instance.schedule_time, ZoneInfo(instance.time_zone)
 
 
 def task_params(

@@ -10,7 +10,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from dsched.options import CommandType, FailureStrategy, Priority, ReleaseState, TaskDependType
+from dsched.options import (
+    CommandType,
+    FailureStrategy,
+    Priority,
+    ReleaseState,
+    RunTrigger,
+    TaskDependType,
+)
 from dsched.spec import WorkflowSpec
 from dsched.states import InstanceEventKind, TaskState, WorkflowState
 
@@ -89,6 +96,27 @@ class InstanceRecord:
     end_time: datetime | None
     state_reason: str
     var_pool: Mapping[str, str]
+    # What its time parameters and DEPENDENT windows count from (None: a run stored before
+    # instances had one; its submit time stands in), in which zone, what started it, its backfill.
+    schedule_time: datetime | None = None
+    time_zone: str = "UTC"
+    trigger: RunTrigger = RunTrigger.MANUAL
+    backfill_id: int | None = None
+
+    @property
+    def queue_rank(self) -> int:
+        """Where its commands and tasks queue: by priority, backfill runs behind all others."""
+        return queue_rank(self.options.priority, self.trigger)
+
+
+# Added to a backfill run's priority rank (ranks are 0-4), so that its command is claimed and its
+# tasks are dispatched after those of every scheduled or manual run, whatever their priorities:
+# a backfill never starves the runs that are due now.
+BACKFILL_LANE = 10
+
+
+def queue_rank(priority: Priority, trigger: RunTrigger) -> int:
+    return priority.rank + (BACKFILL_LANE if trigger is RunTrigger.BACKFILL else 0)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

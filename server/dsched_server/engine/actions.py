@@ -230,6 +230,7 @@ class Decider:
             timeout=task.timeout,
             timeout_strategy=task.timeout_strategy,
             dry_run=st.instance.options.dry_run,
+            queue_rank=st.instance.queue_rank * 10 + task.priority.rank,
             owner_address=st.settings.cluster_address,
             owner_epoch=st.instance.epoch,
             submit_time=track.submit_time,
@@ -237,7 +238,7 @@ class Decider:
         job = DispatchJob(
             spec=spec,
             worker_group=self.group(task),
-            order=(st.instance.options.priority.rank, task.priority.rank, track.ti_id),
+            order=(st.instance.queue_rank, task.priority.rank, track.ti_id),
             on_dispatched=st.on_dispatched,
             pinned=st.pins.get(track.ti_id, ""),
         )

@@ -61,6 +61,8 @@ class EngineServices:
     dispatch_timeout: float = 0.0  # the default of runs that set none; 0: no limit
     metrics: EngineMetrics = field(default_factory=EngineMetrics)
     dependency_waits: DependencyWaits = field(default_factory=DependencyWaits)
+    # A run of a backfill ended here (its id): the backfill may start its next dates.
+    on_backfill_run_ended: Callable[[int], None] = lambda _backfill_id: None
     # The runners' batches, several in one transaction when they are ready together.
     commits: GroupCommit = field(init=False)
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)

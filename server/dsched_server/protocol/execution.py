@@ -36,6 +36,7 @@ class TaskExecution:
     timeout: timedelta = timedelta(0)
     timeout_strategy: TimeoutStrategy = TimeoutStrategy.FAIL
     dry_run: bool = False
+    queue_rank: int = 0  # where it waits for a slot on a full worker: lower first
     worker_address: str = ""
     worker_epoch: int = 0
 

@@ -1,8 +1,8 @@
 """What a DEPENDENT task reads: the runs of a workflow (or of one of its tasks) in a time window.
 
-One read per dependency item, over the whole window the item's periods span; which run speaks for
-which period is decided in the pure core (``core/dependent.py``). A run is placed in time by its
-schedule time when it has one, else by when it was submitted.
+One read per dependency item, over the whole window the item's periods span, served by the
+(workflow, schedule time) index; which run speaks for which period is decided in the pure core
+(``core/dependent.py``). A run is placed in time by its schedule time.
 """
 
 from __future__ import annotations
@@ -65,11 +65,18 @@ async def workflow_id(conn: Conn, project: str, workflow: str) -> int | None:
 async def runs_between(
     conn: Conn, code: int, task: str, start: datetime, end: datetime
 ) -> list[Candidate]:
-    """The runs of workflow ``code`` submitted in ``[start, end)``, newest first, each judged as a
-    whole (``task`` empty) or by its latest valid attempt of ``task``."""
+    """The runs of workflow ``code`` whose schedule time is in ``[start, end)``, newest first,
+    each judged as a whole (``task`` empty) or by its latest valid attempt of ``task``."""
     query = (
-        select(WI.c.id, WI.c.state, WI.c.submit_time)
-        .where(WI.c.workflow_id == code, WI.c.submit_time >= start, WI.c.submit_time < end)
+        select(WI.c.id, WI.c.state, WI.c.schedule_time)
+        .where(
+            # ``+ 0``: the (workflow, id) index would walk every run of a busy workflow newer than
+            # the window (SQLite, which has no statistics, picks it for the ORDER BY); the window
+            # on (schedule time, workflow) reads only the window's runs.
+            WI.c.workflow_id + 0 == code,
+            WI.c.schedule_time >= start,
+            WI.c.schedule_time < end,
+        )
         .order_by(WI.c.id.desc())
         .limit(MAX_RUNS)
     )
@@ -90,8 +97,8 @@ async def runs_between(
             int(row.id),
             Candidate(
                 instance_id=int(row.id),
-                schedule_time=None,
-                start_time=row.submit_time,
+                schedule_time=row.schedule_time,
+                start_time=row.schedule_time,
                 result=result,
             ),
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypedDict
 
@@ -31,14 +32,16 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from dsched.errors import Aborted, NotFound, OwnershipLost
-from dsched.options import CommandType, Priority
+from dsched.options import CommandType, Priority, RunTrigger
 from dsched.states import WorkflowState
 from dsched_server.core.records import (
+    BACKFILL_LANE,
     CommandRecord,
     InstanceRecord,
     RunOptions,
     RunScope,
     WorkflowRecord,
+    queue_rank,
 )
 from dsched_server.store import guard
 from dsched_server.store.codec import (
@@ -122,7 +125,21 @@ def _record(row: Row[Any]) -> InstanceRecord:
         end_time=m["end_time"],
         state_reason=m["state_reason"],
         var_pool=dict(m["var_pool"]),
+        schedule_time=m["schedule_time"],
+        time_zone=m["time_zone"],
+        trigger=RunTrigger(m["trigger"]),
+        backfill_id=m["backfill_id"],
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunTime:
+    """When a new run counts from and what started it (see InstanceRecord)."""
+
+    schedule_time: datetime
+    time_zone: str = "UTC"
+    trigger: RunTrigger = RunTrigger.MANUAL
+    backfill_id: int | None = None
 
 
 async def create_instance(
@@ -130,8 +147,11 @@ async def create_instance(
     workflow: WorkflowRecord,
     options: RunOptions,
     now: datetime,
+    when: RunTime | None = None,
 ) -> int:
-    """Inserts a SUBMITTED instance and its START command (same transaction as the caller's)."""
+    """Inserts a SUBMITTED instance and its START command (same transaction as the caller's).
+    ``when``: its schedule time and trigger; None: a manual run counting from ``now`` in UTC."""
+    when = when or RunTime(schedule_time=now)
     result = await conn.execute(
         _INSERT,
         {
@@ -148,10 +168,15 @@ async def create_instance(
             "submit_time": now,
             "state_reason": "",
             "var_pool": {},
+            "schedule_time": when.schedule_time,
+            "time_zone": when.time_zone,
+            "trigger": when.trigger.value,
+            "backfill_id": when.backfill_id,
         },
     )
     instance_id = int(result.inserted_primary_key[0])  # type: ignore[index]
-    await add_command(conn, instance_id, CommandType.START, options.priority.rank, None, now)
+    rank = queue_rank(options.priority, when.trigger)
+    await add_command(conn, instance_id, CommandType.START, rank, None, now)
     return instance_id
 
 
@@ -322,7 +347,7 @@ def _pending(limit: int) -> Select[Any]:
 
 
 def _priority(rank: int) -> Priority:
-    return list(Priority)[max(0, min(rank, len(Priority) - 1))]
+    return list(Priority)[max(0, min(rank % BACKFILL_LANE, len(Priority) - 1))]
 
 
 async def claim(

@@ -38,6 +38,7 @@ NAME = 64
 STATE = 32
 REASON = 1024
 ADDRESS = 255
+TIME_ZONE = 64  # IANA names are at most about 30 characters
 
 # Deterministic constraint names, so migrations can refer to them on every database.
 NAMING = {
@@ -136,6 +137,8 @@ class WorkflowInstance(Base):
         Index("ix_workflow_instances_submit_time", "submit_time", "id"),
         Index("ix_workflow_instances_owner", "host", "epoch"),
         Index("ix_workflow_instances_end_time", "end_time", "id"),  # retention's walk
+        # A workflow's runs by schedule time: DEPENDENT windows, backfill reprocessing (0007).
+        Index("ix_workflow_instances_schedule_time", "schedule_time", "workflow_id"),
         _AUTOINCREMENT,
     )
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
@@ -154,6 +157,12 @@ class WorkflowInstance(Base):
     end_time: Mapped[datetime | None]
     state_reason: Mapped[str] = mapped_column(String(REASON), default="")
     var_pool: Mapped[dict[str, Any]]
+    # What time parameters and DEPENDENT windows count from (null: a run from before 0007, whose
+    # submit time stands in), the zone they count in, what started the run, and its backfill.
+    schedule_time: Mapped[datetime | None]
+    time_zone: Mapped[str] = mapped_column(String(TIME_ZONE), server_default="UTC")
+    trigger: Mapped[str] = mapped_column(String(STATE), server_default="MANUAL")
+    backfill_id: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class Command(Base):
@@ -283,3 +292,54 @@ class RequestLog(Base):
 def table(model: type[Base]) -> Table:
     """The Core table of a model (typed as a Table, which ``__table__`` is not to type checkers)."""
     return cast(Table, model.__table__)
+
+
+class Backfill(Base):
+    """A backfill: its request and state; its dates are :class:`BackfillDate` rows."""
+
+    __tablename__ = "backfills"
+    __table_args__ = (
+        Index("ix_backfills_workflow", "workflow_id", "id"),
+        Index("ix_backfills_project", "project_id", "id"),
+        Index("ix_backfills_state", "state", "id"),
+        {**_AUTOINCREMENT, "mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"},
+    )
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id"))
+    workflow_id: Mapped[int] = mapped_column(ForeignKey("workflows.id"))
+    state: Mapped[str] = mapped_column(String(STATE))
+    cron: Mapped[str] = mapped_column(String(256))
+    time_zone: Mapped[str] = mapped_column(String(TIME_ZONE))
+    run_order: Mapped[str] = mapped_column(String(STATE))
+    parallelism: Mapped[int] = mapped_column(Integer)
+    reprocess: Mapped[str] = mapped_column(String(STATE))
+    on_failure: Mapped[str] = mapped_column(String(STATE))
+    options: Mapped[dict[str, Any]]  # codec.options_to_json's document: every run's options
+    # Its dates by state, written with them (a listing reads no date row).
+    succeeded: Mapped[int] = mapped_column(Integer)
+    running: Mapped[int] = mapped_column(Integer)
+    failed: Mapped[int] = mapped_column(Integer)
+    pending: Mapped[int] = mapped_column(Integer)
+    skipped: Mapped[int] = mapped_column(Integer)
+    create_time: Mapped[datetime]
+    update_time: Mapped[datetime]
+    end_time: Mapped[datetime | None]
+
+
+class BackfillDate(Base):
+    """One date of a backfill, unique per backfill; ``workflow_instance_id`` is its run."""
+
+    __tablename__ = "backfill_dates"
+    __table_args__ = (
+        UniqueConstraint("backfill_id", "schedule_time"),
+        Index("ix_backfill_dates_state", "backfill_id", "state", "position"),
+        {**_AUTOINCREMENT, "mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"},
+    )
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    backfill_id: Mapped[int] = mapped_column(ForeignKey("backfills.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    schedule_time: Mapped[datetime]
+    state: Mapped[str] = mapped_column(String(STATE))
+    workflow_instance_id: Mapped[int | None] = mapped_column(BigInteger)
+    start_time: Mapped[datetime | None]
+    end_time: Mapped[datetime | None]

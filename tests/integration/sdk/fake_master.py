@@ -414,3 +414,29 @@ class FakeMaster(master_service_pb2_grpc.MasterServiceServicer):
         )
         response.start_time.CopyFrom(now())
         return response
+
+    # ------------------------------------------------------------------------- backfills
+    # Not served by the fake: the SDK's backfill calls are tested against a real master
+    # (tests/integration/api/test_backfill.py, tests/e2e/test_backfill_cli.py).
+
+    def _unserved(self, method: str, request: Message, context: grpc.ServicerContext) -> Any:
+        self._enter(method, request, context)
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, f"the fake master does not serve {method}")
+
+    def CreateBackfill(self, request: Any, context: Any) -> Any:
+        return self._unserved("CreateBackfill", request, context)
+
+    def GetBackfill(self, request: Any, context: Any) -> Any:
+        return self._unserved("GetBackfill", request, context)
+
+    def ListBackfills(self, request: Any, context: Any) -> Any:
+        return self._unserved("ListBackfills", request, context)
+
+    def PauseBackfill(self, request: Any, context: Any) -> Any:
+        return self._unserved("PauseBackfill", request, context)
+
+    def ResumeBackfill(self, request: Any, context: Any) -> Any:
+        return self._unserved("ResumeBackfill", request, context)
+
+    def CancelBackfill(self, request: Any, context: Any) -> Any:
+        return self._unserved("CancelBackfill", request, context)

@@ -23,10 +23,20 @@ import pytest
 from sqlalchemy import Connection, event, insert, text
 
 from dsched.states import WorkflowState
-from dsched_server.store import definitions, events, instances, task_instances
+from dsched_server.core.backfill import BackfillState
+from dsched_server.store import (
+    backfills,
+    definitions,
+    dependencies,
+    events,
+    instances,
+    task_instances,
+)
 from dsched_server.store.codec import task_to_json, task_type
 from dsched_server.store.database import Conn, Database
 from dsched_server.store.models import (
+    Backfill,
+    BackfillDate,
     InstanceEvent,
     Project,
     TaskDefinition,
@@ -44,6 +54,8 @@ pytestmark = pytest.mark.timeout(240)
 BULK = 20_000  # instances of the busy workflow (and as many task instances, twice as many events)
 NAMES = 2_000  # projects, workflows of the busy project
 VERSIONS = 60  # versions of the busy workflow
+BACKFILLS = 2_000  # backfills of the busy workflow
+DATES = 5  # dates of each backfill
 PK = "primary-key"  # a search of the primary key (a range, or one row)
 WALK = "primary-key-walk"  # the primary key read in order until the LIMIT is reached
 
@@ -172,6 +184,49 @@ async def _load(db: Database) -> Ids:
                 for kind in ("STATE", "STATE")
             ],
         )
+        # Backfills in the same skew: BACKFILLS of the busy workflow (one RUNNING), one of the
+        # rare one; each with DATES dates.
+        backfill = {
+            "cron": "0 0 * * *",
+            "time_zone": "UTC",
+            "run_order": "ASCENDING",
+            "parallelism": 1,
+            "reprocess": "ALL",
+            "on_failure": "CONTINUE",
+            "options": {},
+            "succeeded": DATES,
+            "running": 0,
+            "failed": 0,
+            "pending": 0,
+            "skipped": 0,
+            **row_time,
+        }
+        await conn.execute(
+            insert(table(Backfill)),
+            [
+                {
+                    "project_id": 1,
+                    "workflow_id": 1,
+                    "state": "RUNNING" if i == BACKFILLS // 2 else "SUCCEEDED",
+                    **backfill,
+                }
+                for i in range(BACKFILLS)
+            ]
+            + [{"project_id": rare_project, "workflow_id": lone, "state": "FAILED", **backfill}],
+        )
+        await conn.execute(
+            insert(table(BackfillDate)),
+            [
+                {
+                    "backfill_id": b,
+                    "position": d,
+                    "schedule_time": at(d),
+                    "state": "SUCCEEDED",
+                }
+                for b in range(1, BACKFILLS + 2)
+                for d in range(DATES)
+            ],
+        )
     if db.dialect == "postgresql":
         async with db.transaction() as conn:
             await conn.execute(text("ANALYZE"))
@@ -193,6 +248,8 @@ _TABLES = [
         WorkflowInstance,
         TaskInstance,
         InstanceEvent,
+        Backfill,
+        BackfillDate,
     )
 ]
 
@@ -325,6 +382,18 @@ def _instances(**filters: Any) -> Callable[[Conn, Ids], Awaitable[object]]:
     return lambda conn, ids: instances.list_instances(conn, **query)
 
 
+def _backfills(**filters: Any) -> Callable[[Conn, Ids], Awaitable[object]]:
+    query: dict[str, Any] = {
+        "project": "",
+        "workflow": "",
+        "states": [],
+        "after": None,
+        "limit": 51,
+        **filters,
+    }
+    return lambda conn, ids: backfills.list_backfills(conn, **query)
+
+
 WI = "ix_workflow_instances_"
 TI = "ix_task_instances_"
 RECENT = at(BULK - 10)
@@ -383,6 +452,32 @@ CASES = [
         "instances submitted after, in states",
         _instances(states=[WorkflowState.RUNNING, WorkflowState.FAILED], submitted_after=RECENT),
         workflow_instances=f"{WI}submit_time {WI}state {PK}",
+    ),
+    _case("backfills", _backfills(), backfills=f"{WALK}"),
+    _case(
+        "backfills by project",
+        _backfills(project="rare"),
+        backfills="ix_backfills_project",
+    ),
+    _case(
+        "backfills by workflow",
+        _backfills(project="rare", workflow="lone"),
+        backfills="ix_backfills_workflow",
+    ),
+    _case(
+        "backfills by state",
+        _backfills(states=[BackfillState.RUNNING]),
+        backfills="ix_backfills_state",
+    ),
+    _case(
+        "backfills by states, next page",
+        _backfills(states=[BackfillState.RUNNING, BackfillState.FAILED], after=BACKFILLS),
+        backfills=f"ix_backfills_state {PK}",
+    ),
+    _case(
+        "a DEPENDENT's runs of a day",
+        lambda conn, ids: dependencies.runs_between(conn, ids.busy_workflow, "", at(5), at(6)),
+        workflow_instances=f"{WI}schedule_time",
     ),
     _case(
         "task instances",

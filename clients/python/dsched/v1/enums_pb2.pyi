@@ -136,6 +136,13 @@ class HistoryKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     HISTORY_KIND_REQUEST_IDS: _ClassVar[HistoryKind]
     HISTORY_KIND_EVENTS: _ClassVar[HistoryKind]
     HISTORY_KIND_INSTANCES: _ClassVar[HistoryKind]
+
+class RunTrigger(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    RUN_TRIGGER_UNSPECIFIED: _ClassVar[RunTrigger]
+    RUN_TRIGGER_MANUAL: _ClassVar[RunTrigger]
+    RUN_TRIGGER_SCHEDULE: _ClassVar[RunTrigger]
+    RUN_TRIGGER_BACKFILL: _ClassVar[RunTrigger]
 WORKFLOW_INSTANCE_STATE_UNSPECIFIED: WorkflowInstanceState
 WORKFLOW_INSTANCE_STATE_SUBMITTED: WorkflowInstanceState
 WORKFLOW_INSTANCE_STATE_RUNNING: WorkflowInstanceState
@@ -221,3 +228,7 @@ HISTORY_KIND_UNSPECIFIED: HistoryKind
 HISTORY_KIND_REQUEST_IDS: HistoryKind
 HISTORY_KIND_EVENTS: HistoryKind
 HISTORY_KIND_INSTANCES: HistoryKind
+RUN_TRIGGER_UNSPECIFIED: RunTrigger
+RUN_TRIGGER_MANUAL: RunTrigger
+RUN_TRIGGER_SCHEDULE: RunTrigger
+RUN_TRIGGER_BACKFILL: RunTrigger

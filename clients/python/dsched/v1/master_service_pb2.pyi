@@ -1,5 +1,6 @@
 import datetime
 
+from dsched.v1 import backfill_pb2 as _backfill_pb2
 from dsched.v1 import enums_pb2 as _enums_pb2
 from dsched.v1 import resources_pb2 as _resources_pb2
 from google.protobuf import duration_pb2 as _duration_pb2
@@ -183,7 +184,7 @@ class SetWorkflowReleaseStateResponse(_message.Message):
     def __init__(self, workflow: _Optional[_Union[_resources_pb2.Workflow, _Mapping]] = ...) -> None: ...
 
 class StartWorkflowRequest(_message.Message):
-    __slots__ = ("project", "workflow", "params", "start_tasks", "task_depend_type", "failure_strategy", "priority", "worker_group", "dry_run", "request_id", "dispatch_timeout")
+    __slots__ = ("project", "workflow", "params", "start_tasks", "task_depend_type", "failure_strategy", "priority", "worker_group", "dry_run", "request_id", "dispatch_timeout", "schedule_time", "time_zone")
     class ParamsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -202,6 +203,8 @@ class StartWorkflowRequest(_message.Message):
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     DISPATCH_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_TIME_FIELD_NUMBER: _ClassVar[int]
+    TIME_ZONE_FIELD_NUMBER: _ClassVar[int]
     project: str
     workflow: str
     params: _containers.ScalarMap[str, str]
@@ -213,7 +216,9 @@ class StartWorkflowRequest(_message.Message):
     dry_run: bool
     request_id: str
     dispatch_timeout: _duration_pb2.Duration
-    def __init__(self, project: _Optional[str] = ..., workflow: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., start_tasks: _Optional[_Iterable[str]] = ..., task_depend_type: _Optional[_Union[_enums_pb2.TaskDependType, str]] = ..., failure_strategy: _Optional[_Union[_enums_pb2.FailureStrategy, str]] = ..., priority: _Optional[_Union[_enums_pb2.Priority, str]] = ..., worker_group: _Optional[str] = ..., dry_run: _Optional[bool] = ..., request_id: _Optional[str] = ..., dispatch_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    schedule_time: _timestamp_pb2.Timestamp
+    time_zone: str
+    def __init__(self, project: _Optional[str] = ..., workflow: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., start_tasks: _Optional[_Iterable[str]] = ..., task_depend_type: _Optional[_Union[_enums_pb2.TaskDependType, str]] = ..., failure_strategy: _Optional[_Union[_enums_pb2.FailureStrategy, str]] = ..., priority: _Optional[_Union[_enums_pb2.Priority, str]] = ..., worker_group: _Optional[str] = ..., dry_run: _Optional[bool] = ..., request_id: _Optional[str] = ..., dispatch_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., schedule_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., time_zone: _Optional[str] = ...) -> None: ...
 
 class StartWorkflowResponse(_message.Message):
     __slots__ = ("instance",)

@@ -3,6 +3,7 @@
 import grpc
 import warnings
 
+from dsched.v1 import backfill_pb2 as dsched_dot_v1_dot_backfill__pb2
 from dsched.v1 import master_service_pb2 as dsched_dot_v1_dot_master__service__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
@@ -178,6 +179,36 @@ class MasterServiceStub:
                 '/dsched.v1.MasterService/CleanUpHistory',
                 request_serializer=dsched_dot_v1_dot_master__service__pb2.CleanUpHistoryRequest.SerializeToString,
                 response_deserializer=dsched_dot_v1_dot_master__service__pb2.CleanUpHistoryResponse.FromString,
+                _registered_method=True)
+        self.CreateBackfill = channel.unary_unary(
+                '/dsched.v1.MasterService/CreateBackfill',
+                request_serializer=dsched_dot_v1_dot_backfill__pb2.CreateBackfillRequest.SerializeToString,
+                response_deserializer=dsched_dot_v1_dot_backfill__pb2.CreateBackfillResponse.FromString,
+                _registered_method=True)
+        self.GetBackfill = channel.unary_unary(
+                '/dsched.v1.MasterService/GetBackfill',
+                request_serializer=dsched_dot_v1_dot_backfill__pb2.GetBackfillRequest.SerializeToString,
+                response_deserializer=dsched_dot_v1_dot_backfill__pb2.GetBackfillResponse.FromString,
+                _registered_method=True)
+        self.ListBackfills = channel.unary_unary(
+                '/dsched.v1.MasterService/ListBackfills',
+                request_serializer=dsched_dot_v1_dot_backfill__pb2.ListBackfillsRequest.SerializeToString,
+                response_deserializer=dsched_dot_v1_dot_backfill__pb2.ListBackfillsResponse.FromString,
+                _registered_method=True)
+        self.PauseBackfill = channel.unary_unary(
+                '/dsched.v1.MasterService/PauseBackfill',
+                request_serializer=dsched_dot_v1_dot_backfill__pb2.PauseBackfillRequest.SerializeToString,
+                response_deserializer=dsched_dot_v1_dot_backfill__pb2.PauseBackfillResponse.FromString,
+                _registered_method=True)
+        self.ResumeBackfill = channel.unary_unary(
+                '/dsched.v1.MasterService/ResumeBackfill',
+                request_serializer=dsched_dot_v1_dot_backfill__pb2.ResumeBackfillRequest.SerializeToString,
+                response_deserializer=dsched_dot_v1_dot_backfill__pb2.ResumeBackfillResponse.FromString,
+                _registered_method=True)
+        self.CancelBackfill = channel.unary_unary(
+                '/dsched.v1.MasterService/CancelBackfill',
+                request_serializer=dsched_dot_v1_dot_backfill__pb2.CancelBackfillRequest.SerializeToString,
+                response_deserializer=dsched_dot_v1_dot_backfill__pb2.CancelBackfillResponse.FromString,
                 _registered_method=True)
 
 
@@ -402,6 +433,51 @@ class MasterServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateBackfill(self, request, context):
+        """Starts a backfill: runs of a workflow for past schedule times (README "Backfill"). Refused
+        whole (INVALID_ARGUMENT with the field) when it cannot be honoured: no dates, more than 1,000,
+        an invalid cron or time zone, end before start, parallelism outside 1-32.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetBackfill(self, request, context):
+        """Gets a backfill with its dates and progress.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListBackfills(self, request, context):
+        """Lists backfills, newest first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PauseBackfill(self, request, context):
+        """Starts no new run of a RUNNING backfill (the runs under way go on). FAILED_PRECONDITION if
+        it is not RUNNING.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResumeBackfill(self, request, context):
+        """Carries on a PAUSED backfill. FAILED_PRECONDITION if it is not PAUSED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelBackfill(self, request, context):
+        """Skips the dates not started and stops the runs under way. FAILED_PRECONDITION once it ended.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MasterServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -539,6 +615,36 @@ def add_MasterServiceServicer_to_server(servicer, server):
                     servicer.CleanUpHistory,
                     request_deserializer=dsched_dot_v1_dot_master__service__pb2.CleanUpHistoryRequest.FromString,
                     response_serializer=dsched_dot_v1_dot_master__service__pb2.CleanUpHistoryResponse.SerializeToString,
+            ),
+            'CreateBackfill': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateBackfill,
+                    request_deserializer=dsched_dot_v1_dot_backfill__pb2.CreateBackfillRequest.FromString,
+                    response_serializer=dsched_dot_v1_dot_backfill__pb2.CreateBackfillResponse.SerializeToString,
+            ),
+            'GetBackfill': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetBackfill,
+                    request_deserializer=dsched_dot_v1_dot_backfill__pb2.GetBackfillRequest.FromString,
+                    response_serializer=dsched_dot_v1_dot_backfill__pb2.GetBackfillResponse.SerializeToString,
+            ),
+            'ListBackfills': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListBackfills,
+                    request_deserializer=dsched_dot_v1_dot_backfill__pb2.ListBackfillsRequest.FromString,
+                    response_serializer=dsched_dot_v1_dot_backfill__pb2.ListBackfillsResponse.SerializeToString,
+            ),
+            'PauseBackfill': grpc.unary_unary_rpc_method_handler(
+                    servicer.PauseBackfill,
+                    request_deserializer=dsched_dot_v1_dot_backfill__pb2.PauseBackfillRequest.FromString,
+                    response_serializer=dsched_dot_v1_dot_backfill__pb2.PauseBackfillResponse.SerializeToString,
+            ),
+            'ResumeBackfill': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResumeBackfill,
+                    request_deserializer=dsched_dot_v1_dot_backfill__pb2.ResumeBackfillRequest.FromString,
+                    response_serializer=dsched_dot_v1_dot_backfill__pb2.ResumeBackfillResponse.SerializeToString,
+            ),
+            'CancelBackfill': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelBackfill,
+                    request_deserializer=dsched_dot_v1_dot_backfill__pb2.CancelBackfillRequest.FromString,
+                    response_serializer=dsched_dot_v1_dot_backfill__pb2.CancelBackfillResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1280,6 +1386,168 @@ class MasterService:
             '/dsched.v1.MasterService/CleanUpHistory',
             dsched_dot_v1_dot_master__service__pb2.CleanUpHistoryRequest.SerializeToString,
             dsched_dot_v1_dot_master__service__pb2.CleanUpHistoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateBackfill(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsched.v1.MasterService/CreateBackfill',
+            dsched_dot_v1_dot_backfill__pb2.CreateBackfillRequest.SerializeToString,
+            dsched_dot_v1_dot_backfill__pb2.CreateBackfillResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetBackfill(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsched.v1.MasterService/GetBackfill',
+            dsched_dot_v1_dot_backfill__pb2.GetBackfillRequest.SerializeToString,
+            dsched_dot_v1_dot_backfill__pb2.GetBackfillResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListBackfills(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsched.v1.MasterService/ListBackfills',
+            dsched_dot_v1_dot_backfill__pb2.ListBackfillsRequest.SerializeToString,
+            dsched_dot_v1_dot_backfill__pb2.ListBackfillsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PauseBackfill(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsched.v1.MasterService/PauseBackfill',
+            dsched_dot_v1_dot_backfill__pb2.PauseBackfillRequest.SerializeToString,
+            dsched_dot_v1_dot_backfill__pb2.PauseBackfillResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResumeBackfill(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsched.v1.MasterService/ResumeBackfill',
+            dsched_dot_v1_dot_backfill__pb2.ResumeBackfillRequest.SerializeToString,
+            dsched_dot_v1_dot_backfill__pb2.ResumeBackfillResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelBackfill(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsched.v1.MasterService/CancelBackfill',
+            dsched_dot_v1_dot_backfill__pb2.CancelBackfillRequest.SerializeToString,
+            dsched_dot_v1_dot_backfill__pb2.CancelBackfillResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -4,6 +4,7 @@ isort:skip_file
 The client-facing API of a dsched master."""
 
 from collections import abc as _abc
+from dsched.v1 import backfill_pb2 as _backfill_pb2
 from dsched.v1 import master_service_pb2 as _master_service_pb2
 from grpc import aio as _aio
 import abc as _abc_1
@@ -124,6 +125,23 @@ class MasterServiceStub:
     STOPPED; nothing of any other instance is deleted. Deletes in small transactions, so it may
     take a while on a large history; `dry_run` deletes nothing and answers what would go.
     """
+    CreateBackfill: _grpc.UnaryUnaryMultiCallable[_backfill_pb2.CreateBackfillRequest, _backfill_pb2.CreateBackfillResponse]
+    """Starts a backfill: runs of a workflow for past schedule times (README "Backfill"). Refused
+    whole (INVALID_ARGUMENT with the field) when it cannot be honoured: no dates, more than 1,000,
+    an invalid cron or time zone, end before start, parallelism outside 1-32.
+    """
+    GetBackfill: _grpc.UnaryUnaryMultiCallable[_backfill_pb2.GetBackfillRequest, _backfill_pb2.GetBackfillResponse]
+    """Gets a backfill with its dates and progress."""
+    ListBackfills: _grpc.UnaryUnaryMultiCallable[_backfill_pb2.ListBackfillsRequest, _backfill_pb2.ListBackfillsResponse]
+    """Lists backfills, newest first."""
+    PauseBackfill: _grpc.UnaryUnaryMultiCallable[_backfill_pb2.PauseBackfillRequest, _backfill_pb2.PauseBackfillResponse]
+    """Starts no new run of a RUNNING backfill (the runs under way go on). FAILED_PRECONDITION if
+    it is not RUNNING.
+    """
+    ResumeBackfill: _grpc.UnaryUnaryMultiCallable[_backfill_pb2.ResumeBackfillRequest, _backfill_pb2.ResumeBackfillResponse]
+    """Carries on a PAUSED backfill. FAILED_PRECONDITION if it is not PAUSED."""
+    CancelBackfill: _grpc.UnaryUnaryMultiCallable[_backfill_pb2.CancelBackfillRequest, _backfill_pb2.CancelBackfillResponse]
+    """Skips the dates not started and stops the runs under way. FAILED_PRECONDITION once it ended."""
 
 @_typing.type_check_only
 class MasterServiceAsyncStub(MasterServiceStub):
@@ -221,6 +239,23 @@ class MasterServiceAsyncStub(MasterServiceStub):
     STOPPED; nothing of any other instance is deleted. Deletes in small transactions, so it may
     take a while on a large history; `dry_run` deletes nothing and answers what would go.
     """
+    CreateBackfill: _aio.UnaryUnaryMultiCallable[_backfill_pb2.CreateBackfillRequest, _backfill_pb2.CreateBackfillResponse]  # type: ignore[assignment]
+    """Starts a backfill: runs of a workflow for past schedule times (README "Backfill"). Refused
+    whole (INVALID_ARGUMENT with the field) when it cannot be honoured: no dates, more than 1,000,
+    an invalid cron or time zone, end before start, parallelism outside 1-32.
+    """
+    GetBackfill: _aio.UnaryUnaryMultiCallable[_backfill_pb2.GetBackfillRequest, _backfill_pb2.GetBackfillResponse]  # type: ignore[assignment]
+    """Gets a backfill with its dates and progress."""
+    ListBackfills: _aio.UnaryUnaryMultiCallable[_backfill_pb2.ListBackfillsRequest, _backfill_pb2.ListBackfillsResponse]  # type: ignore[assignment]
+    """Lists backfills, newest first."""
+    PauseBackfill: _aio.UnaryUnaryMultiCallable[_backfill_pb2.PauseBackfillRequest, _backfill_pb2.PauseBackfillResponse]  # type: ignore[assignment]
+    """Starts no new run of a RUNNING backfill (the runs under way go on). FAILED_PRECONDITION if
+    it is not RUNNING.
+    """
+    ResumeBackfill: _aio.UnaryUnaryMultiCallable[_backfill_pb2.ResumeBackfillRequest, _backfill_pb2.ResumeBackfillResponse]  # type: ignore[assignment]
+    """Carries on a PAUSED backfill. FAILED_PRECONDITION if it is not PAUSED."""
+    CancelBackfill: _aio.UnaryUnaryMultiCallable[_backfill_pb2.CancelBackfillRequest, _backfill_pb2.CancelBackfillResponse]  # type: ignore[assignment]
+    """Skips the dates not started and stops the runs under way. FAILED_PRECONDITION once it ended."""
 
 class MasterServiceServicer(metaclass=_abc_1.ABCMeta):
     """MasterService manages projects and workflow definitions, starts and controls workflow instances, and
@@ -477,5 +512,58 @@ class MasterServiceServicer(metaclass=_abc_1.ABCMeta):
         STOPPED; nothing of any other instance is deleted. Deletes in small transactions, so it may
         take a while on a large history; `dry_run` deletes nothing and answers what would go.
         """
+
+    @_abc_1.abstractmethod
+    def CreateBackfill(
+        self,
+        request: _backfill_pb2.CreateBackfillRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_backfill_pb2.CreateBackfillResponse, _abc.Awaitable[_backfill_pb2.CreateBackfillResponse]]:
+        """Starts a backfill: runs of a workflow for past schedule times (README "Backfill"). Refused
+        whole (INVALID_ARGUMENT with the field) when it cannot be honoured: no dates, more than 1,000,
+        an invalid cron or time zone, end before start, parallelism outside 1-32.
+        """
+
+    @_abc_1.abstractmethod
+    def GetBackfill(
+        self,
+        request: _backfill_pb2.GetBackfillRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_backfill_pb2.GetBackfillResponse, _abc.Awaitable[_backfill_pb2.GetBackfillResponse]]:
+        """Gets a backfill with its dates and progress."""
+
+    @_abc_1.abstractmethod
+    def ListBackfills(
+        self,
+        request: _backfill_pb2.ListBackfillsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_backfill_pb2.ListBackfillsResponse, _abc.Awaitable[_backfill_pb2.ListBackfillsResponse]]:
+        """Lists backfills, newest first."""
+
+    @_abc_1.abstractmethod
+    def PauseBackfill(
+        self,
+        request: _backfill_pb2.PauseBackfillRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_backfill_pb2.PauseBackfillResponse, _abc.Awaitable[_backfill_pb2.PauseBackfillResponse]]:
+        """Starts no new run of a RUNNING backfill (the runs under way go on). FAILED_PRECONDITION if
+        it is not RUNNING.
+        """
+
+    @_abc_1.abstractmethod
+    def ResumeBackfill(
+        self,
+        request: _backfill_pb2.ResumeBackfillRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_backfill_pb2.ResumeBackfillResponse, _abc.Awaitable[_backfill_pb2.ResumeBackfillResponse]]:
+        """Carries on a PAUSED backfill. FAILED_PRECONDITION if it is not PAUSED."""
+
+    @_abc_1.abstractmethod
+    def CancelBackfill(
+        self,
+        request: _backfill_pb2.CancelBackfillRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_backfill_pb2.CancelBackfillResponse, _abc.Awaitable[_backfill_pb2.CancelBackfillResponse]]:
+        """Skips the dates not started and stops the runs under way. FAILED_PRECONDITION once it ended."""
 
 def add_MasterServiceServicer_to_server(servicer: MasterServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -13,7 +13,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class TaskExecution(_message.Message):
-    __slots__ = ("task_instance_id", "attempt", "workflow_instance_id", "workflow_code", "workflow_version", "task_name", "idempotency_key", "params", "timeout", "timeout_strategy", "dry_run", "owner_address", "owner_epoch", "submit_time", "shell")
+    __slots__ = ("task_instance_id", "attempt", "workflow_instance_id", "workflow_code", "workflow_version", "task_name", "idempotency_key", "params", "timeout", "timeout_strategy", "dry_run", "owner_address", "owner_epoch", "submit_time", "queue_rank", "shell")
     class ParamsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -35,6 +35,7 @@ class TaskExecution(_message.Message):
     OWNER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     OWNER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     SUBMIT_TIME_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_RANK_FIELD_NUMBER: _ClassVar[int]
     SHELL_FIELD_NUMBER: _ClassVar[int]
     task_instance_id: int
     attempt: int
@@ -50,8 +51,9 @@ class TaskExecution(_message.Message):
     owner_address: str
     owner_epoch: int
     submit_time: _timestamp_pb2.Timestamp
+    queue_rank: int
     shell: _resources_pb2.ShellTask
-    def __init__(self, task_instance_id: _Optional[int] = ..., attempt: _Optional[int] = ..., workflow_instance_id: _Optional[int] = ..., workflow_code: _Optional[int] = ..., workflow_version: _Optional[int] = ..., task_name: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., timeout_strategy: _Optional[_Union[_enums_pb2.TimeoutStrategy, str]] = ..., dry_run: _Optional[bool] = ..., owner_address: _Optional[str] = ..., owner_epoch: _Optional[int] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shell: _Optional[_Union[_resources_pb2.ShellTask, _Mapping]] = ...) -> None: ...
+    def __init__(self, task_instance_id: _Optional[int] = ..., attempt: _Optional[int] = ..., workflow_instance_id: _Optional[int] = ..., workflow_code: _Optional[int] = ..., workflow_version: _Optional[int] = ..., task_name: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., timeout_strategy: _Optional[_Union[_enums_pb2.TimeoutStrategy, str]] = ..., dry_run: _Optional[bool] = ..., owner_address: _Optional[str] = ..., owner_epoch: _Optional[int] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., queue_rank: _Optional[int] = ..., shell: _Optional[_Union[_resources_pb2.ShellTask, _Mapping]] = ...) -> None: ...
 
 class DispatchTaskRequest(_message.Message):
     __slots__ = ("task",)

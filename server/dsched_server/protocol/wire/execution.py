@@ -17,7 +17,16 @@ MAX_KEY_LENGTH = 256
 MAX_DISPATCH_BATCH = 1000  # tasks per DispatchTasks call (bounds one request's work)
 # The fields that mean the same, under the same name and type, in the value and the message.
 _IDS = ("task_instance_id", "attempt", "workflow_instance_id", "workflow_code")
-_SAME = (*_IDS, "workflow_version", "task_name", "owner_address", "owner_epoch", "dry_run")
+_SAME = (
+    *_IDS,
+    "workflow_version",
+    "task_name",
+    "owner_address",
+    "owner_epoch",
+    "dry_run",
+    "queue_rank",
+)
+MAX_QUEUE_RANK = 1000
 
 
 def execution_to_proto(execution: TaskExecution) -> worker_service_pb2.TaskExecution:
@@ -86,6 +95,8 @@ def execution_from_proto(
     checks.not_negative(f"{path}.workflow_code", task.workflow_code, out)
     checks.not_negative(f"{path}.workflow_version", task.workflow_version, out)
     checks.not_negative(f"{path}.owner_epoch", task.owner_epoch, out)
+    if not 0 <= task.queue_rank <= MAX_QUEUE_RANK:
+        out.append(FieldViolation(f"{path}.queue_rank", f"must be 0 to {MAX_QUEUE_RANK}"))
     found = name_violation(f"{path}.task_name", task.task_name, "task name")
     if found is not None:
         out.append(found)
