@@ -77,6 +77,14 @@ class Dispatcher:
         self._running.set()
 
     def submit(self, job: DispatchJob) -> None:
+        parked = self._parked.get(job.worker_group)
+        if parked:
+            # Every worker of its group was busy a moment ago: it waits with the jobs parked
+            # there and goes in rank order with them when a worker frees up. Sent now, a job that
+            # arrived later could take the slot a better-ranked parked one waits for (a backfill
+            # run's task ahead of a scheduled run's).
+            parked.append(job)
+            return
         heapq.heappush(self._heap, job)
         self._wake.set()
 
@@ -154,7 +162,8 @@ class Dispatcher:
             parked, self._parked = self._parked, defaultdict(list)
             for jobs in parked.values():
                 for job in jobs:
-                    self.submit(job)
+                    heapq.heappush(self._heap, job)
+            self._wake.set()
 
     async def _send(self, jobs: list[DispatchJob], worker: WorkerRef) -> None:
         try:
