@@ -1,4 +1,5 @@
-"""Retention of task logs: a log not written for longer than the retention goes, with its link.
+"""Retention of task logs: a log not written for longer than the retention goes, with its index
+entry (a hard link: the file's blocks are freed only once both names are gone).
 
 The layout is :mod:`dsched_worker.logs`'s (``<yyyymmdd>/.../<task_instance_id>.log`` plus
 ``index/<task_instance_id>.log``). A log file is created on or after its day directory's date, so
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dsched_worker.logs import INDEX_DIR
+from dsched_worker.logs import INDEX_DIR, same_file
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ def expire_logs(root: Path, *, older_than: float, now: float, live: Container[in
                     continue
                 if st.st_mtime >= cutoff or (stem.isdigit() and int(stem) in live):
                     continue
-                _unlink_index(index, stem, path)
+                _unlink_index(index, stem, st)
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
                     files += 1
@@ -70,14 +71,15 @@ def expire_logs(root: Path, *, older_than: float, now: float, live: Container[in
     return Expired(files=files, bytes=size)
 
 
-def _unlink_index(index: Path, stem: str, target: Path) -> None:
-    """Removes ``index/<stem>.log`` if it leads to ``target`` (a newer attempt's link stays)."""
+def _unlink_index(index: Path, stem: str, target: os.stat_result) -> None:
+    """Removes ``index/<stem>.log`` if it leads to the file ``target`` (a hard link to it, or an
+    earlier version's symlink; a newer attempt's entry stays). A hard link left behind would keep
+    the file's blocks."""
     if not stem.isdigit():
         return
     link = index / f"{stem}.log"
     try:
-        if os.path.realpath(link) != os.path.realpath(target):
-            return
-        link.unlink()
+        if same_file(link, target):
+            link.unlink()
     except OSError as exc:
         log.debug("cannot remove the index link %s: %s", link, exc)

@@ -28,14 +28,36 @@ def test_create_writes_the_header_and_links_the_index(tmp_path, make_execution) 
     task_log = store.create(execution, ["task load", "accepted"])
 
     link = tmp_path / "logs" / "index" / "11.log"
-    assert link.is_symlink() and not os.readlink(link).startswith("/")
+    assert not link.is_symlink() and os.path.samefile(link, task_log.path)  # a hard link
     assert store.resolve(11) == task_log.path
     assert task_log.path.read_text() == "[dsched] task load\n[dsched] accepted\n"
     assert store.live(11) is task_log
     store.release(11)
     assert store.live(11) is None
-    assert store.resolve(11) == task_log.path.resolve()  # still found through the index
+    assert store.resolve(11) == link  # still found through the index: the same file
     assert store.resolve(12) is None
+
+
+def test_an_earlier_versions_symlink_is_followed_and_kept_when_the_log_is_made_again(
+    tmp_path, make_execution
+) -> None:
+    store = LogStore(tmp_path)
+    execution = make_execution()
+    path = store.path_for(execution)
+    path.parent.mkdir(parents=True)
+    path.write_text("[dsched] before\n")
+    store.index.mkdir(parents=True)
+    link = store.index / "11.log"
+    link.symlink_to(os.path.relpath(path, store.index))
+    assert store.resolve(11) == path.resolve()
+
+    store.create(execution, ["again"])
+
+    assert link.is_symlink() and os.path.samefile(link, path)
+    assert store.resolve(11) == path
+    store.release(11)
+    assert store.resolve(11) == path.resolve()
+    assert link.read_text() == "[dsched] before\n[dsched] again\n"
 
 
 def test_create_kept_open_appends_and_again_continues_the_same_file(
@@ -61,7 +83,7 @@ def test_create_kept_open_appends_and_again_continues_the_same_file(
     third = store.create(execution, ["third"])  # over an existing file and link: appended
     assert third.size == path.stat().st_size
     assert path.read_text() == "[dsched] second\nmore\n[dsched] third\n"
-    assert store.resolve(11) == path
+    assert os.path.samefile(store.resolve(11) or "", path)
     assert sorted(p.name for p in store.index.iterdir()) == ["11.log"]
     assert (tmp_path / "other.log").read_text() == "[dsched] first\nout\n"
 
