@@ -7,13 +7,15 @@ every supported metadata database."""
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from tests.integration.api.conftest import (
+    FAILED,
     SUCCEEDED,
     Cluster,
     assert_invalid,
@@ -27,6 +29,7 @@ from tests.integration.api.conftest import (
     snapshot,
     start,
     start_cluster,
+    task_instances,
     workflow,
 )
 
@@ -94,6 +97,7 @@ async def probe(c: Cluster, dump: Path) -> None:
     params = {
         "DT": "$[yyyyMMdd-1]",
         "HOUR_AGO": "$[yyyy-MM-dd HH:mm:ss-1/24]",
+        "DAY_BACK": "$[yyyyMMddHHmmss-1]",
         "WEEK": "$[year_week(yyyy-MM-dd)]",
         "MONTH_END": "$[month_last_day(yyyyMMdd,-1)]",
         "ESCAPED": "$$[yyyy]",
@@ -161,3 +165,56 @@ async def test_a_task_receives_the_expanded_values(db_url: str, tmp_path: Path) 
         hour_ago = submitted.replace(microsecond=0) - timedelta(hours=1)
         assert env["HOUR_AGO"] == hour_ago.strftime("%Y-%m-%d %H:%M:%S")
         assert env["SH_REF"] == "${HOME}"  # text for the task, not dsched's
+
+
+async def run_at(c: Cluster, moment: datetime, zone: str = "", **params: str) -> tuple[int, int]:
+    """A run of the probe with its schedule time (and zone) given; its id and final state."""
+    stamp = Timestamp()
+    stamp.FromDatetime(moment)
+    inst = await start(c, PROJECT, "probe", schedule_time=stamp, time_zone=zone, params=params)
+    return inst.id, (await run_to_end(c, inst.id)).state
+
+
+async def test_the_schedule_time_and_zone_given_to_a_run_decide_its_values(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    dump = tmp_path / "env"
+    await probe(cluster, dump)
+    # 00:30 in New York the night after the fall-back change; DolphinScheduler's 24-hour day
+    # would print 20241103013000 for DAY_BACK.
+    fall_back = datetime(2024, 11, 4, 5, 30, tzinfo=UTC)
+    _, state = await run_at(
+        cluster, fall_back, "America/New_York", BIZ="${system.biz.date}", NOW="${system.datetime}"
+    )
+    assert state == SUCCEEDED
+    env = read_env(dump)
+    assert {
+        k: env[k] for k in ("DT", "BIZ", "NOW", "DAY_BACK", "HOUR_AGO", "WEEK", "MONTH_END")
+    } == {
+        "DT": "20241103",
+        "BIZ": "20241103",
+        "NOW": "20241104003000",
+        "DAY_BACK": "20241103003000",
+        "HOUR_AGO": "2024-11-03 23:30:00",
+        "WEEK": "2024-45",
+        "MONTH_END": "20241031",
+    }
+    # The week of 2024-12-30 belongs to 2025 (DolphinScheduler: 2024-01).
+    _, state = await run_at(cluster, datetime(2024, 12, 30, 12, tzinfo=UTC), "Europe/Berlin")
+    assert state == SUCCEEDED
+    env = read_env(dump)
+    assert (env["DT"], env["WEEK"]) == ("20241229", "2025-01")
+
+
+async def test_a_value_beyond_the_calendar_fails_its_task_before_it_runs(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    dump = tmp_path / "env"
+    await probe(cluster, dump)
+    last_day = datetime(9999, 12, 31, 12, tzinfo=UTC)
+    instance_id, state = await run_at(cluster, last_day, NEXT="$[yyyyMMdd+1]")
+    assert state == FAILED
+    [attempt] = await task_instances(cluster, instance_id, superseded=True)
+    assert "a parameter cannot be expanded" in attempt.state_reason
+    assert "outside the years 1-9999" in attempt.state_reason
+    assert not dump.exists()  # the task never ran
