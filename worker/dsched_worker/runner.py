@@ -147,9 +147,12 @@ class Runner:
             f"{execution.attempt} (workflow instance {execution.workflow_instance_id})",
             f"accepted by worker {self._identity()} at {self._clock().isoformat()}",
         ]
+        queued = self.full
+        if queued:  # said in the header's write, not by opening the file again for a note
+            header.append(f"waiting for a free slot ({self.slots} in use)")
         try:
             # An attempt that starts at once keeps the descriptor that wrote its header.
-            task_log = self._logs.create(execution, header, keep_open=not self.full)
+            task_log = self._logs.create(execution, header, keep_open=not queued)
         except OSError as exc:
             log.error("cannot create the log of %s: %s", key, exc)
             return Dispatch(
@@ -157,8 +160,7 @@ class Runner:
             )
         attempt = Attempt(self._stamp(execution), task_log)
         self._attempts[key] = attempt
-        if self.full:
-            task_log.note(f"waiting for a free slot ({self.slots} in use)")
+        if queued:
             bisect.insort(self._queue, attempt, key=_rank)
         else:
             self._start(attempt)

@@ -193,3 +193,8 @@ async def test_take_over_of_a_queued_attempt_sends_all_its_events_to_the_new_own
     assert response.found
     assert new.types_of(queued.task_instance_id) == [RUNNING, SUCCEEDED]
     assert harness.master.types_of(queued.task_instance_id) == []
+    # Its log says it waited, right after the header (written with it: one write).
+    lines = worker.logs.path_for(queued).read_text().splitlines()
+    assert lines[1].startswith("[dsched] accepted by worker ")
+    assert lines[2] == "[dsched] waiting for a free slot (1 in use)"
+    assert lines[3].startswith("[dsched] started at ")
