@@ -19,6 +19,12 @@ expression of ``+ - * /`` and parentheses):
   or ``202405`` (it has none: P only chooses the separator), with weeks starting on weekday D
   (1 = Monday, the default, ... 7 = Sunday) and week 1 the first week with at least four days
   in the new year; with D = 1 that is the ISO 8601 week.
+- DolphinScheduler's older helpers, N in **days**: ``month_begin(P, N)`` / ``month_end(P, N)``
+  the first / last day of the month plus N days, ``week_begin(P, N)`` / ``week_end(P, N)`` the
+  Monday / Sunday of the week plus N days.
+- ``timestamp(E)`` the Unix time in whole seconds of any expression E above whose pattern is
+  ``yyyyMMddHHmmss`` (``timestamp(yyyyMMddHHmmss-1)``); DolphinScheduler formats E and parses it
+  back with that pattern, so no other works there either, and here it is refused.
 
 The rules, where dsched deliberately differs from DolphinScheduler (whose behaviour is in
 parentheses):
@@ -72,6 +78,7 @@ MAX_DIGITS = 9
 MAX_DAYS = 366_000  # about 1,000 years
 MAX_MONTHS = 12_000
 MAX_WEEKS = 52_300
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class TimeExprError(ValueError):
@@ -97,6 +104,7 @@ class TimeExpr:
     pattern: DatePattern
     move: Callable[[datetime], datetime]
     week_day: int = 0  # year_week only: the first day of the week, 1 = Monday
+    epoch: bool = False  # timestamp(...): Unix seconds instead of the pattern
 
     def evaluate(self, schedule_time: datetime, zone: ZoneInfo) -> str:
         """The value for ``schedule_time`` (aware) in ``zone``."""
@@ -106,6 +114,8 @@ class TimeExpr:
             local = schedule_time.astimezone(zone)
             if self.week_day:
                 return _year_week(local.date(), self.week_day, "-" in self.pattern.text)
+            if self.epoch:
+                return str((self.move(local) - _EPOCH) // timedelta(seconds=1))
             return self.pattern.format(self.move(local))
         except (OverflowError, ValueError) as exc:
             raise TimeExprError(self.text, 0, "the result is outside the years 1-9999") from exc
@@ -176,19 +186,34 @@ def _year_week(day: date, week_day: int, hyphen: bool) -> str:
 
 Mover = Callable[[int], Callable[[datetime], datetime]]
 
-_FUNCTIONS: dict[str, tuple[int, Mover]] = {
-    # name -> (largest |N| for the function, N -> move)
-    "add_months": (MAX_MONTHS, lambda n: lambda t: shift_months(t, n, _same_day(t))),
-    "this_day": (0, lambda n: lambda t: t),
-    "last_day": (0, lambda n: lambda t: shift_days(t, -1)),
-    "week_first_day": (MAX_WEEKS, lambda n: lambda t: shift_days(t, 7 * n - t.weekday())),
-    "week_last_day": (MAX_WEEKS, lambda n: lambda t: shift_days(t, 7 * n + 6 - t.weekday())),
-    "month_first_day": (MAX_MONTHS, lambda n: lambda t: shift_months(t, n, _first)),
-    "month_last_day": (MAX_MONTHS, lambda n: lambda t: shift_months(t, n, _last)),
-    "year_week": (7, lambda n: lambda t: t),
+_FUNCTIONS: dict[str, tuple[int, str, Mover]] = {
+    # name -> (largest |N|, its unit, N -> move)
+    "add_months": (MAX_MONTHS, "months", lambda n: lambda t: shift_months(t, n, _same_day(t))),
+    "this_day": (0, "", lambda n: lambda t: t),
+    "last_day": (0, "", lambda n: lambda t: shift_days(t, -1)),
+    "week_first_day": (MAX_WEEKS, "weeks", lambda n: lambda t: shift_days(t, 7 * n - t.weekday())),
+    "week_last_day": (
+        MAX_WEEKS,
+        "weeks",
+        lambda n: lambda t: shift_days(t, 7 * n + 6 - t.weekday()),
+    ),
+    "month_first_day": (MAX_MONTHS, "months", lambda n: lambda t: shift_months(t, n, _first)),
+    "month_last_day": (MAX_MONTHS, "months", lambda n: lambda t: shift_months(t, n, _last)),
+    "year_week": (7, "", lambda n: lambda t: t),
+    # DolphinScheduler's older helpers, N in days from the first/last day of the month or week
+    "month_begin": (
+        MAX_DAYS,
+        "days",
+        lambda n: lambda t: shift_days(shift_months(t, 0, _first), n),
+    ),
+    "month_end": (MAX_DAYS, "days", lambda n: lambda t: shift_days(shift_months(t, 0, _last), n)),
+    "week_begin": (MAX_DAYS, "days", lambda n: lambda t: shift_days(t, n - t.weekday())),
+    "week_end": (MAX_DAYS, "days", lambda n: lambda t: shift_days(t, n + 6 - t.weekday())),
+    "timestamp": (0, "", lambda n: lambda t: t),  # compiled by _compile_timestamp
 }
-_REQUIRED_N = {"add_months"}
+_REQUIRED_N = {"add_months", "month_begin", "month_end", "week_begin", "week_end"}
 _NO_N = {"this_day", "last_day"}
+_TIMESTAMP_PATTERN = "yyyyMMddHHmmss"
 
 _CALL = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 
@@ -213,12 +238,14 @@ def _compile_call(text: str, name: str, start: int) -> TimeExpr:
         known = ", ".join(sorted(_FUNCTIONS))
         raise TimeExprError(text, text.index(name), f"unknown function {name!r} (known: {known})")
     close = _closing(text, start)
+    if name == "timestamp":
+        return _compile_timestamp(text, start, close)
     comma = _top_level_comma(text, start, close)
     end_pattern = close if comma is None else comma
     pattern, offset = _split_offset(text, start, end_pattern, strip=True)
     if offset is not None:
         raise TimeExprError(text, start, f"{name}(...) takes a pattern without an offset")
-    limit, mover = _FUNCTIONS[name]
+    limit, unit, mover = _FUNCTIONS[name]
     n = 0
     if comma is None and name in _REQUIRED_N:
         raise TimeExprError(text, close, f"{name}(pattern, N) needs N")
@@ -230,9 +257,28 @@ def _compile_call(text: str, name: str, start: int) -> TimeExpr:
         if comma is not None and not 1 <= n <= 7:
             raise TimeExprError(text, comma + 1, "the first day of the week is 1 (Monday) to 7")
         return TimeExpr(text, pattern, mover(0), n or 1)
-    unit = "months" if "month" in name else "weeks"
     _check_range(text, (comma or 0) + 1, Fraction(n), limit, unit)
     return TimeExpr(text, pattern, mover(n))
+
+
+def _compile_timestamp(text: str, start: int, close: int) -> TimeExpr:
+    """``timestamp(E)``: the Unix time in seconds of expression E, whose pattern must be
+    ``yyyyMMddHHmmss`` (DolphinScheduler formats E and parses the text back with that pattern,
+    so no other pattern works there either)."""
+    inner_text = text[start:close].strip(" ")
+    offset = text.index(inner_text, start) if inner_text else start
+    call = _CALL.match(inner_text)
+    if call and call.group(1) in ("timestamp", "year_week"):
+        raise TimeExprError(text, offset, "timestamp(...) takes a date expression")
+    try:
+        inner = compile_expr(inner_text)
+    except TimeExprError as exc:
+        raise exc.within(text, offset) from None
+    if inner.pattern.text != _TIMESTAMP_PATTERN:
+        raise TimeExprError(
+            text, offset, f"timestamp(...) takes an expression in the pattern {_TIMESTAMP_PATTERN}"
+        )
+    return TimeExpr(text, inner.pattern, inner.move, epoch=True)
 
 
 def _closing(text: str, start: int) -> int:

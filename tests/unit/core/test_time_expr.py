@@ -135,6 +135,25 @@ FUNCTIONS = [
     ("week_first_day(yyyy-MM-dd,1)", "2024-12-25", "2024-12-30"),
     ("week_last_day(yyyy-MM-dd,-1)", "2024-03-06", "2024-03-03"),
     ("week_first_day(yyyy-MM-dd,-1)", "2024-03-03", "2024-02-19"),
+    # DolphinScheduler's older helpers: N in days
+    ("month_begin(yyyy-MM-dd,0)", "2024-02-29", "2024-02-01"),
+    ("month_begin(yyyyMMdd,-1)", "2024-03-15", "20240229"),
+    ("month_begin(yyyyMMdd,14)", "2024-03-15", "20240315"),
+    ("month_end(yyyyMMdd,0)", "2024-02-10", "20240229"),
+    ("month_end(yyyyMMdd,1)", "2024-02-10", "20240301"),
+    ("month_end(yyyyMMdd,-1)", "2023-02-10", "20230227"),
+    ("week_begin(yyyy-MM-dd,0)", "2022-08-26", "2022-08-22"),
+    ("week_begin(yyyy-MM-dd,-1)", "2022-08-26", "2022-08-21"),
+    ("week_end(yyyy-MM-dd,0)", "2022-08-26", "2022-08-28"),
+    ("week_end(yyyy-MM-dd,1)", "2022-08-26", "2022-08-29"),
+    # timestamp: Unix seconds of an expression in yyyyMMddHHmmss
+    ("timestamp(yyyyMMddHHmmss)", "2024-01-01 00:00", "1704067200"),
+    ("timestamp(yyyyMMddHHmmss-1)", "2024-01-02 00:00", "1704067200"),
+    ("timestamp( yyyyMMddHHmmss-1/24/60/60 )", "2024-01-01 00:00:01", "1704067200"),
+    ("timestamp(add_months(yyyyMMddHHmmss,1))", "2024-01-01 00:00", "1706745600"),
+    ("timestamp(month_first_day(yyyyMMddHHmmss,1))", "2024-01-31 00:00", "1706745600"),
+    ("timestamp(yyyyMMddHHmmss)", "2024-01-01 00:00:00.999999", "1704067200"),
+    ("timestamp(yyyyMMddHHmmss)", "1969-12-31 23:59:59.5", "-1"),
 ]
 
 
@@ -212,6 +231,7 @@ DST = [
     ("last_day(yyyyMMddHHmm XXX)", "2024-11-04 01:15", 0, NEW_YORK, "202411030115 -04:00"),
     ("week_first_day(yyyyMMddHHmm)", "2024-03-13 02:30", 0, BERLIN, "202403110230"),
     ("this_day(yyyyMMddHHmm XXX)", "2024-11-03 01:30", 1, NEW_YORK, "202411030130 -05:00"),
+    ("timestamp(yyyyMMddHHmmss-1)", "2024-03-11 00:30", 0, NEW_YORK, "1710048600"),  # 05:30Z
     # a move that lands on the same wall time keeps the instant (the second 01:30 stays second)
     ("yyyyMMddHHmm XXX+0", "2024-11-03 01:30", 1, NEW_YORK, "202411030130 -05:00"),
     ("add_months(yyyyMMddHHmm XXX,0)", "2024-11-03 01:30", 1, NEW_YORK, "202411030130 -05:00"),
@@ -321,6 +341,15 @@ def test_a_naive_schedule_time_is_a_programming_error() -> None:
         ("year_week(yyyy-MM-dd,8)", 21, "1 (Monday) to 7"),
         ("year_week(yyyy-MM-dd,-1)", 21, "1 (Monday) to 7"),
         ("y" * (MAX_LENGTH + 1), MAX_LENGTH, "longer than"),
+        ("month_begin(yyyyMMdd)", 20, "needs N"),
+        ("week_end(yyyyMMdd,1/2)", 18, "whole number"),
+        (f"month_end(yyyyMMdd,{MAX_DAYS + 1})", 19, f"beyond ±{MAX_DAYS}"),
+        ("timestamp(yyyyMMdd-1)", 10, "pattern yyyyMMddHHmmss"),
+        ("timestamp(yyyyMMddHHmmss-1/0)", 26, "division by zero"),
+        ("timestamp(timestamp(yyyyMMddHHmmss))", 10, "takes a date expression"),
+        ("timestamp(year_week(yyyyMMddHHmmss))", 10, "takes a date expression"),
+        ("timestamp()", 10, "empty"),
+        ("timestamp(yyyyMMddHHmmss", 9, "missing ')'"),
     ],
 )
 def test_refusals_name_the_position(expr: str, position: int, fragment: str) -> None:
