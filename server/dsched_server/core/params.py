@@ -1,9 +1,12 @@
 """Parameter resolution for a task attempt.
 
-Precedence, lowest first (DolphinScheduler's order without its text templating): global workflow
-parameters < OUT parameters of finished tasks (the instance's var pool) < the task's local
-parameters < startup parameters of the run. The result reaches the task as environment variables;
-nothing is spliced into script text, so a parameter value can never become shell code.
+Precedence, lowest first (DolphinScheduler's order): global workflow parameters < OUT parameters
+of finished tasks (the instance's var pool) < the task's local parameters < startup parameters of
+the run. Merging does no templating: the ``$[...]`` time expressions and ``${system....}``
+built-ins in the global, local and startup levels are expanded before, one level at a time
+(:func:`dsched_server.core.param_values.task_params`), and OUT values never are. The result reaches
+the task as environment variables; nothing is spliced into script text, so a parameter value can
+never become shell code.
 """
 
 from __future__ import annotations

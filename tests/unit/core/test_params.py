@@ -58,7 +58,8 @@ def test_no_parameters_resolve_to_an_empty_dict() -> None:
 
 
 def test_values_are_passed_verbatim_without_templating() -> None:
-    # Parameters reach the task as environment variables, never spliced into script text.
+    # Parameters reach the task as environment variables, never spliced into script text; the
+    # templates of the levels that have them are expanded before (core/param_values.py).
     tricky = {"A": "${B}", "B": "$(rm -rf /)", "C": "`id`; echo $[yyyyMMdd]", "D": ""}
     assert resolve(global_params=tricky) == tricky
 
