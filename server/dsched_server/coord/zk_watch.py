@@ -130,7 +130,12 @@ class ChildrenWatch:
             except NoNodeError:
                 names = set()
                 stat = await self._read("exists_async", self._zpath, w)
-                self._children_stale = stat is not None  # created in between: read it again
+                # Created in between: read it again. Only ever set here, never cleared: the
+                # creation's event may have been handled while the answer was on its way (kazoo
+                # registers the watch and then reads the event, both before this task resumes),
+                # and clearing the flag it set would lose the creation for good.
+                if stat is not None:
+                    self._children_stale = True
             for gone in set(self._cache) - names:
                 del self._cache[gone]
             # Every name, not only new ones: a cached name may be a new node by now.
