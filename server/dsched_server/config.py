@@ -126,6 +126,7 @@ class Settings:
     failover_delay: float = FAILOVER_DELAY_S
     instance_sweep_interval: float = 15.0
     dispatch_timeout: float = 0.0
+    min_schedule_interval: float = 1.0
     host_selector: HostSelector = "lower_weight"
     warmup_seconds: float = 600.0
     outbox_fsync: bool = False
@@ -256,6 +257,7 @@ _OPTIONS = (
     _Option("failover_delay", float),
     _Option("instance_sweep_interval", float),
     _Option("dispatch_timeout", float),
+    _Option("min_schedule_interval", float),
     _Option("host_selector", str),
     _Option("warmup_seconds", float),
     _Option("outbox_fsync", bool),

@@ -242,6 +242,7 @@ _CHECKS: dict[str, Callable[[object], object]] = {
     "failover_delay": _in_range(0, 86400),
     "instance_sweep_interval": _in_range(0, 3600, open_low=True),
     "dispatch_timeout": _in_range(0, 7 * 86400),
+    "min_schedule_interval": _in_range(0, 86400),
     "host_selector": _choice(HOST_SELECTORS, lambda s: s.lower().replace("-", "_")),
     "worker_mode": _choice(WORKER_MODES, lambda s: s.lower().replace("_", "-")),
     "warmup_seconds": _in_range(0, 86400),

@@ -58,6 +58,7 @@ from dsched_server.api.master_peer import MasterPeerServicer
 from dsched_server.api.master_servicer import MasterServicer
 from dsched_server.api.task_events import TaskEventServicer
 from dsched_server.app.backfill_driver import BackfillDriver
+from dsched_server.app.scheduler import Scheduler
 from dsched_server.clock import SystemClock
 from dsched_server.constants import (
     DEFAULT_CLUSTER_PORT,
@@ -138,6 +139,7 @@ class MasterOptions:
     failover_delay: float = FAILOVER_DELAY_S  # for workers whose death is not confirmed
     sweep_interval: float = DEFAULT_SWEEP_INTERVAL_S
     dispatch_timeout: float = 0.0  # seconds; 0: a task waits for a worker as long as it takes
+    min_schedule_interval: float = 1.0  # seconds: no schedule may fire more often
     # Ages of the history clean-up (engine/history.py); none given: nothing is deleted.
     retention: Mapping[HistoryKind, timedelta] = field(default_factory=dict)
     retention_interval: float = RETENTION_INTERVAL_S
@@ -179,6 +181,7 @@ class Master:
         self.consumer: CommandConsumer | None = None
         self.control_sweep: ControlSweep | None = None
         self.backfills: BackfillDriver | None = None
+        self.scheduler: Scheduler | None = None
         self._serving: Serving | None = None
         self._cluster_serving: Serving | None = None
         self._task_events: TaskEventServicer | None = None
@@ -259,6 +262,10 @@ class Master:
         self.control_sweep = ControlSweep(self.services, self.runners)
         self.backfills = BackfillDriver(ctx, enabled=lambda: self._registered)
         self.services.on_backfill_run_ended = self.backfills.run_ended
+        self.scheduler = Scheduler(ctx, slot=self._slot, enabled=lambda: self._registered)
+        self.services.on_schedule_run_ended = self.scheduler.run_ended
+        ctx.schedule_changed = self.scheduler.changed
+        ctx.min_schedule_interval = timedelta(seconds=self.options.min_schedule_interval)
         self.failover = Failover(
             self.services,
             self.registry,
@@ -282,6 +289,7 @@ class Master:
         await self.consumer.start()
         await self.control_sweep.start()
         await self.backfills.start()
+        await self.scheduler.start()
         await self.history.start()
         log.info(
             "master %s started (epoch %s); workers report to %s",
@@ -383,6 +391,8 @@ class Master:
             await self.control_sweep.stop()
         if self.backfills is not None:
             await self.backfills.stop()
+        if self.scheduler is not None:
+            await self.scheduler.stop()
         await self.history.stop()
 
     @property
@@ -421,6 +431,8 @@ class Master:
         self._masters = sorted(a for a, data in children.items() if not _busy_node(data))
         self._cluster_addresses = {a: _cluster_address(a, data) for a, data in children.items()}
         self.notifier.notify_commands()  # the slots moved: look at the queue again
+        if self.scheduler is not None:
+            self.scheduler.share_changed()  # so did the schedules' shares
         if self.failover is not None:
             self.failover.on_masters(children)
 

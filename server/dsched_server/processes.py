@@ -48,6 +48,7 @@ def master_options(settings: Settings) -> MasterOptions:
         failover_delay=settings.failover_delay,
         sweep_interval=settings.instance_sweep_interval,
         dispatch_timeout=settings.dispatch_timeout,
+        min_schedule_interval=settings.min_schedule_interval,
         retention=retention_ages(settings),
         retention_interval=settings.retention_interval,
     )

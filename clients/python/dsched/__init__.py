@@ -66,6 +66,7 @@ if TYPE_CHECKING:
         WorkflowInstance,
         WorkflowVersionInfo,
     )
+    from dsched.schedules import Schedule
     from dsched.spec import ShellSpec, TaskSpec, WorkflowSpec
     from dsched.states import InstanceEventKind, TaskState, WorkflowState
     from dsched.streams import Reconnect
@@ -91,6 +92,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "OwnershipLost",
         "PermissionDenied",
         "ResourceExhausted",
+        "Schedule",
         "Unauthenticated",
         "Unavailable",
     ),
@@ -117,6 +119,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "WorkflowInstance",
         "WorkflowVersionInfo",
     ),
+    "dsched.schedules": ("Schedule",),
     "dsched.spec": ("ShellSpec", "TaskSpec", "WorkflowSpec"),
     "dsched.states": ("InstanceEventKind", "TaskState", "WorkflowState"),
     "dsched.streams": ("Reconnect",),
@@ -157,6 +160,7 @@ __all__ = [
     "Reconnect",
     "ReleaseState",
     "ResourceExhausted",
+    "Schedule",
     "ServerInfo",
     "ServerRole",
     "ServerStatus",

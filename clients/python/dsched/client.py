@@ -36,6 +36,7 @@ from dsched.options import HistoryKind
 from dsched.results import ClusterMember, HistoryTally, ServerInfo, ServerRole
 from dsched.rpc import CHANNEL_OPTIONS
 from dsched.rpc import request_id as request_id_or_new
+from dsched.schedules import ScheduleCalls
 from dsched.streams import Reconnect
 from dsched.v1 import master_service_pb2
 
@@ -46,7 +47,7 @@ _default: Client | None = None
 _default_lock = threading.Lock()
 
 
-class Client(DefinitionCalls, InstanceCalls, BackfillCalls):
+class Client(DefinitionCalls, InstanceCalls, BackfillCalls, ScheduleCalls):
     """A connection to a dsched master. Thread-safe; close it (or use ``with``) when done.
 
     Build one with :meth:`connect`; the constructor takes an existing channel (which the client

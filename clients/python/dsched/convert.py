@@ -41,9 +41,11 @@ from dsched.options import (
     BackfillOrder,
     BackfillReprocess,
     BackfillState,
+    CatchUp,
     CommandType,
     FailureStrategy,
     HistoryKind,
+    Overlap,
     Priority,
     ReleaseState,
     RunTrigger,
@@ -58,6 +60,7 @@ from dsched.results import (
     InstanceEvent,
     LogChunk,
     Project,
+    ScheduleInfo,
     ServerInfo,
     ServerRole,
     ServerStatus,
@@ -76,6 +79,7 @@ from dsched.v1 import (
     log_service_pb2,
     master_service_pb2,
     resources_pb2,
+    schedule_pb2,
 )
 
 E = TypeVar("E", bound=StrEnum)
@@ -128,6 +132,8 @@ BACKFILL_REPROCESS = EnumMap(
     BackfillReprocess, backfill_pb2.BackfillReprocess, "BACKFILL_REPROCESS_"
 )
 BACKFILL_FAILURE = EnumMap(BackfillFailure, backfill_pb2.BackfillFailure, "BACKFILL_FAILURE_")
+CATCH_UP = EnumMap(CatchUp, schedule_pb2.ScheduleCatchUp, "SCHEDULE_CATCH_UP_")
+OVERLAP = EnumMap(Overlap, schedule_pb2.ScheduleOverlap, "SCHEDULE_OVERLAP_")
 DEPENDENCY_CYCLE = EnumMap(Cycle, dependent_pb2.DependencyCycle, "DEPENDENCY_CYCLE_")
 DEPENDENCY_RELATION = EnumMap(Relation, dependent_pb2.DependencyRelation, "DEPENDENCY_RELATION_")
 DEPENDENCY_FAILURE = EnumMap(
@@ -573,4 +579,22 @@ def backfill_from_proto(msg: backfill_pb2.Backfill) -> Backfill:
         ),
         create_time=_time(msg, "create_time"),
         end_time=_time(msg, "end_time"),
+    )
+
+
+def schedule_from_proto(msg: schedule_pb2.Schedule) -> ScheduleInfo:
+    return ScheduleInfo(
+        id=msg.id,
+        project=msg.project,
+        workflow=msg.workflow,
+        cron=msg.cron,
+        time_zone=msg.time_zone or "UTC",
+        online=msg.online,
+        start_time=_time(msg, "start_time"),
+        end_time=_time(msg, "end_time"),
+        catch_up=_member(CATCH_UP, CatchUp, msg.catch_up, CatchUp.LATEST),
+        catch_up_cap=msg.catch_up_cap,
+        overlap=_member(OVERLAP, Overlap, msg.overlap, Overlap.RUN),
+        next_fire_time=_time(msg, "next_fire_time"),
+        last_fire_time=_time(msg, "last_fire_time"),
     )

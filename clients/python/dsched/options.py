@@ -106,3 +106,19 @@ class BackfillFailure(StrEnum):
 
     CONTINUE = "CONTINUE"
     STOP = "STOP"
+
+
+class CatchUp(StrEnum):
+    """What a schedule does with fire times missed while no master could fire them."""
+
+    NONE = "NONE"  # skip them
+    LATEST = "LATEST"  # fire the newest
+    ALL = "ALL"  # fire them all, oldest first (up to the schedule's cap)
+
+
+class Overlap(StrEnum):
+    """What a fire does while the schedule's previous run still goes on."""
+
+    RUN = "RUN"
+    SKIP = "SKIP"
+    QUEUE = "QUEUE"

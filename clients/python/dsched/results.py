@@ -18,9 +18,11 @@ from dsched.options import (
     BackfillOrder,
     BackfillReprocess,
     BackfillState,
+    CatchUp,
     CommandType,
     FailureStrategy,
     HistoryKind,
+    Overlap,
     Priority,
     ReleaseState,
     RunTrigger,
@@ -318,3 +320,22 @@ class Backfill:
     progress: BackfillProgress = field(default_factory=BackfillProgress)
     create_time: datetime | None = None
     end_time: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleInfo:
+    """A stored schedule (see ``Schedule`` in schedule.proto)."""
+
+    id: int
+    project: str
+    workflow: str
+    cron: str
+    time_zone: str = "UTC"
+    online: bool = False
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    catch_up: CatchUp = CatchUp.LATEST
+    catch_up_cap: int = 100
+    overlap: Overlap = Overlap.RUN
+    next_fire_time: datetime | None = None
+    last_fire_time: datetime | None = None

@@ -31,6 +31,7 @@ from dsched.client import Client, default_client
 from dsched.errors import FieldViolation, InvalidWorkflow
 from dsched.options import FailureStrategy, Priority, TaskDependType
 from dsched.results import WorkflowInfo, WorkflowInstance
+from dsched.schedules import Schedule
 from dsched.spec import WorkflowSpec, check_workflow
 from dsched.tasks import Task, pop_workflow, push_workflow
 
@@ -77,6 +78,8 @@ class Workflow:
             fills it in for ``dsched submit``).
         description: free text.
         params: global parameters, visible to every task as environment variables.
+        schedule: when it runs by itself: created (or updated) and put online with the workflow
+            by :meth:`submit`.
     """
 
     def __init__(
@@ -86,8 +89,10 @@ class Workflow:
         project: str | None = None,
         description: str = "",
         params: Mapping[str, object] | None = None,
+        schedule: Schedule | None = None,
     ) -> None:
         self.name = name
+        self.schedule = schedule
         self.project = project
         self.description = description
         self.params = coerce.params(params)
@@ -175,7 +180,11 @@ class Workflow:
                 VERSION_MISMATCH and nothing changes.
         """
         spec = self.validate()
-        return _client(client).put_workflow(spec, expected_version=expected_version)
+        conn = _client(client)
+        info = conn.put_workflow(spec, expected_version=expected_version)
+        if self.schedule is not None:
+            conn.put_schedule(info.project, info.name, self.schedule)
+        return info
 
     def run(
         self,

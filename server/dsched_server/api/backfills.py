@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from enum import Enum
 from typing import Any, TypeVar
 
 from google.protobuf import duration_pb2
@@ -39,23 +38,9 @@ from dsched_server.store import paging
 log = logging.getLogger(__name__)
 
 Ctx = aio.ServicerContext[Any, Any]
-E = TypeVar("E", bound=Enum)
 Control = bpb.PauseBackfillRequest | bpb.ResumeBackfillRequest | bpb.CancelBackfillRequest
 R = TypeVar("R", bpb.PauseBackfillResponse, bpb.ResumeBackfillResponse, bpb.CancelBackfillResponse)
 MAX_DATES_IN_REQUEST = 100_000  # duplicates merge, but reading them is bounded
-
-
-def _member(
-    checks: Checks, kind: type[E], wrapper: Any, prefix: str, field: str, number: int, default: E
-) -> E:
-    """A proto enum number as the core enum of the same name (0: ``default``)."""
-    if number == 0:
-        return default
-    try:
-        return kind[wrapper.Name(number).removeprefix(prefix)]
-    except (ValueError, KeyError):
-        checks.add(field, f"unknown value {number}")
-        return default
 
 
 def _new_backfill(request: bpb.CreateBackfillRequest) -> backfills.NewBackfill:
@@ -81,8 +66,7 @@ def _new_backfill(request: bpb.CreateBackfillRequest) -> backfills.NewBackfill:
     if not 0 <= request.parallelism <= MAX_PARALLELISM:
         checks.add("parallelism", f"must be 1 to {MAX_PARALLELISM} (0 means 1)")
     options = Options(
-        order=_member(
-            checks,
+        order=checks.by_name(
             Order,
             bpb.BackfillOrder,
             "BACKFILL_ORDER_",
@@ -91,8 +75,7 @@ def _new_backfill(request: bpb.CreateBackfillRequest) -> backfills.NewBackfill:
             Order.ASCENDING,
         ),
         parallelism=min(max(request.parallelism, 1), MAX_PARALLELISM),
-        reprocess=_member(
-            checks,
+        reprocess=checks.by_name(
             Reprocess,
             bpb.BackfillReprocess,
             "BACKFILL_REPROCESS_",
@@ -100,8 +83,7 @@ def _new_backfill(request: bpb.CreateBackfillRequest) -> backfills.NewBackfill:
             request.reprocess,
             Reprocess.ALL,
         ),
-        on_failure=_member(
-            checks,
+        on_failure=checks.by_name(
             OnFailure,
             bpb.BackfillFailure,
             "BACKFILL_FAILURE_",
@@ -174,10 +156,6 @@ def render(record: BackfillRecord, *, with_dates: bool = True) -> bpb.Backfill:
     return msg
 
 
-def _instant(checks: Checks, request: bpb.CreateBackfillRequest, field: str) -> Any:
-    return checks.instant(field, getattr(request, field)) if request.HasField(field) else None
-
-
 def _duration(value: Any) -> duration_pb2.Duration:
     out = duration_pb2.Duration()
     out.FromTimedelta(value)
@@ -212,8 +190,7 @@ class BackfillsApi:
             checks.add("project", "required when filtering by workflow")
         states: list[BackfillState] = []
         for i, number in enumerate(request.states):
-            state = _member(
-                checks,
+            state = checks.by_name(
                 BackfillState,
                 bpb.BackfillState,
                 "BACKFILL_STATE_",

@@ -10,6 +10,7 @@ from dsched_server.api.definitions import DefinitionsApi
 from dsched_server.api.history import HistoryApi
 from dsched_server.api.queries import QueriesApi
 from dsched_server.api.runs import RunsApi
+from dsched_server.api.schedules import SchedulesApi
 
 
 class MasterServicer(
@@ -19,6 +20,7 @@ class MasterServicer(
     QueriesApi,
     HistoryApi,
     BackfillsApi,
+    SchedulesApi,
     master_service_pb2_grpc.MasterServiceServicer,
 ):
     """Every MasterService RPC; the mixins share ``ctx``."""

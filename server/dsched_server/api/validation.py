@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from enum import StrEnum
-from typing import TypeVar
+from enum import Enum, StrEnum
+from typing import Any, TypeVar
 
 from google.protobuf import timestamp_pb2
+from google.protobuf.message import Message
 
 from dsched.convert import EnumMap
 from dsched.errors import FieldViolation, InvalidArgument
@@ -24,6 +25,7 @@ from dsched_server.core.param_values import params_errors
 from dsched_server.core.zones import zone_problem
 
 E = TypeVar("E", bound=StrEnum)
+N = TypeVar("N", bound=Enum)
 MAX_REQUEST_ID = 128
 _MAX_SECONDS = 253_402_300_799  # 9999-12-31T23:59:59Z
 
@@ -106,6 +108,23 @@ class Checks:
             self.add(field, "must be a time between 1970-01-01 and 9999-12-31 UTC")
             return None
         return value.ToDatetime(tzinfo=UTC)
+
+    def optional_instant(self, field: str, msg: Message, name: str) -> datetime | None:
+        """The timestamp field ``name`` of ``msg`` if it is set (see :meth:`instant`)."""
+        return self.instant(field, getattr(msg, name)) if msg.HasField(name) else None
+
+    def by_name(
+        self, kind: type[N], wrapper: Any, prefix: str, field: str, number: int, default: N
+    ) -> N:
+        """A proto enum number as the member of ``kind`` named like its value after ``prefix``
+        (0: ``default``); an unknown number is a violation."""
+        if number == 0:
+            return default
+        try:
+            return kind[wrapper.Name(number).removeprefix(prefix)]
+        except (ValueError, KeyError):
+            self.add(field, f"unknown value {number}")
+            return default
 
     def task_names(self, field: str, names: Iterable[str]) -> None:
         seen: set[str] = set()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Protocol
 
 from dsched_server.core.ports import Clock
@@ -53,3 +54,7 @@ class AppContext:
     # worker is told to send events of instances that master owns, where a nudge goes.
     owner_cluster_address: Callable[[str], str]
     epoch: Callable[[], int]
+    # A schedule was created, changed or deleted here: this master's scheduler looks at once.
+    schedule_changed: Callable[[int], None] = lambda _schedule_id: None
+    # Schedules may not fire more often than this (a master setting).
+    min_schedule_interval: timedelta = timedelta(seconds=1)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadDateError, croniter
@@ -52,6 +52,25 @@ class Cron:
                 return
             instant = _instant(candidate, zone)
             if instant is not None and instant > after:
+                yield instant
+
+    def fires_before(self, before: datetime, zone: ZoneInfo) -> Iterator[datetime]:
+        """The fire times at or before ``before``, newest first (the same rules)."""
+        wall = before.astimezone(zone).replace(tzinfo=None) + timedelta(microseconds=1)
+        it = croniter(
+            self.expr,
+            wall,
+            second_at_beginning=self.seconds,
+            max_years_between_matches=HORIZON_YEARS,
+            is_prev=True,
+        )
+        while True:
+            try:
+                candidate: datetime = it.get_prev(datetime)
+            except CroniterBadDateError:
+                return
+            instant = _instant(candidate, zone)
+            if instant is not None and instant <= before:
                 yield instant
 
 

@@ -102,6 +102,7 @@ class InstanceRecord:
     time_zone: str = "UTC"
     trigger: RunTrigger = RunTrigger.MANUAL
     backfill_id: int | None = None
+    schedule_id: int | None = None
 
     @property
     def queue_rank(self) -> int:

@@ -178,6 +178,8 @@ class InstanceRunner:
             self.done = True
             if self.instance.backfill_id is not None:
                 self.s.on_backfill_run_ended(self.instance.backfill_id)
+            if self.instance.schedule_id is not None:
+                self.s.on_schedule_run_ended(self.instance.schedule_id)
         self.s.notifier.notify(self.id)
         target = (self.instance.project, self.instance.workflow)
         if self.s.dependency_waits.watched(target) and (plan.writes.path or _ends_a_task(plan)):

@@ -63,6 +63,8 @@ class EngineServices:
     dependency_waits: DependencyWaits = field(default_factory=DependencyWaits)
     # A run of a backfill ended here (its id): the backfill may start its next dates.
     on_backfill_run_ended: Callable[[int], None] = lambda _backfill_id: None
+    # A run a schedule started ended here (the schedule's id): a queued fire time may start.
+    on_schedule_run_ended: Callable[[int], None] = lambda _schedule_id: None
     # The runners' batches, several in one transaction when they are ready together.
     commits: GroupCommit = field(init=False)
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)

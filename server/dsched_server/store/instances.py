@@ -129,6 +129,7 @@ def _record(row: Row[Any]) -> InstanceRecord:
         time_zone=m["time_zone"],
         trigger=RunTrigger(m["trigger"]),
         backfill_id=m["backfill_id"],
+        schedule_id=m["schedule_id"],
     )
 
 
@@ -140,6 +141,7 @@ class RunTime:
     time_zone: str = "UTC"
     trigger: RunTrigger = RunTrigger.MANUAL
     backfill_id: int | None = None
+    schedule_id: int | None = None
 
 
 async def create_instance(
@@ -172,6 +174,7 @@ async def create_instance(
             "time_zone": when.time_zone,
             "trigger": when.trigger.value,
             "backfill_id": when.backfill_id,
+            "schedule_id": when.schedule_id,
         },
     )
     instance_id = int(result.inserted_primary_key[0])  # type: ignore[index]

@@ -163,6 +163,7 @@ class WorkflowInstance(Base):
     time_zone: Mapped[str] = mapped_column(String(TIME_ZONE), server_default="UTC")
     trigger: Mapped[str] = mapped_column(String(STATE), server_default="MANUAL")
     backfill_id: Mapped[int | None] = mapped_column(BigInteger)
+    schedule_id: Mapped[int | None] = mapped_column(BigInteger)  # the schedule that fired it
 
 
 class Command(Base):
@@ -343,3 +344,50 @@ class BackfillDate(Base):
     workflow_instance_id: Mapped[int | None] = mapped_column(BigInteger)
     start_time: Mapped[datetime | None]
     end_time: Mapped[datetime | None]
+
+
+class Schedule(Base):
+    """A schedule of a workflow (migration 0008)."""
+
+    __tablename__ = "schedules"
+    __table_args__ = (
+        Index("ix_schedules_workflow", "workflow_id", "id"),
+        Index("ix_schedules_project", "project_id", "id"),
+        Index("ix_schedules_online", "online", "id"),  # what a master loads
+        Index("ix_schedules_update_time", "update_time", "id"),  # other masters' changes
+        {**_AUTOINCREMENT, "mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"},
+    )
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id"))
+    workflow_id: Mapped[int] = mapped_column(ForeignKey("workflows.id"))
+    cron: Mapped[str] = mapped_column(String(256))
+    time_zone: Mapped[str] = mapped_column(String(TIME_ZONE))
+    start_time: Mapped[datetime | None]
+    end_time: Mapped[datetime | None]
+    online: Mapped[bool] = mapped_column(Boolean)
+    catch_up: Mapped[str] = mapped_column(String(STATE))
+    catch_up_cap: Mapped[int] = mapped_column(Integer)
+    overlap: Mapped[str] = mapped_column(String(STATE))
+    options: Mapped[dict[str, Any]]  # codec.options_to_json's document: every run's options
+    next_fire_time: Mapped[datetime | None]
+    last_fire_time: Mapped[datetime | None]
+    create_time: Mapped[datetime]
+    update_time: Mapped[datetime]
+
+
+class ScheduleFire(Base):
+    """A fire time of a schedule that a master fired, skipped or queued: unique, and written with
+    the run it starts (``workflow_instance_id``), so each fire time starts at most one run."""
+
+    __tablename__ = "schedule_fires"
+    __table_args__ = (
+        UniqueConstraint("schedule_id", "fire_time"),
+        Index("ix_schedule_fires_state", "schedule_id", "state", "fire_time"),
+        {**_AUTOINCREMENT, "mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"},
+    )
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    schedule_id: Mapped[int] = mapped_column(ForeignKey("schedules.id", ondelete="CASCADE"))
+    fire_time: Mapped[datetime]
+    state: Mapped[str] = mapped_column(String(STATE))
+    workflow_instance_id: Mapped[int | None] = mapped_column(BigInteger)
+    create_time: Mapped[datetime]

@@ -416,8 +416,8 @@ class FakeMaster(master_service_pb2_grpc.MasterServiceServicer):
         return response
 
     # ------------------------------------------------------------------------- backfills
-    # Not served by the fake: the SDK's backfill calls are tested against a real master
-    # (tests/integration/api/test_backfill.py, tests/e2e/test_backfill_cli.py).
+    # Not served by the fake: the SDK's backfill and schedule calls are tested against a real
+    # master (tests/integration/api/test_backfill.py, test_schedules.py, tests/e2e/).
 
     def _unserved(self, method: str, request: Message, context: grpc.ServicerContext) -> Any:
         self._enter(method, request, context)
@@ -440,3 +440,24 @@ class FakeMaster(master_service_pb2_grpc.MasterServiceServicer):
 
     def CancelBackfill(self, request: Any, context: Any) -> Any:
         return self._unserved("CancelBackfill", request, context)
+
+    def CreateSchedule(self, request: Any, context: Any) -> Any:
+        return self._unserved("CreateSchedule", request, context)
+
+    def UpdateSchedule(self, request: Any, context: Any) -> Any:
+        return self._unserved("UpdateSchedule", request, context)
+
+    def GetSchedule(self, request: Any, context: Any) -> Any:
+        return self._unserved("GetSchedule", request, context)
+
+    def ListSchedules(self, request: Any, context: Any) -> Any:
+        return self._unserved("ListSchedules", request, context)
+
+    def DeleteSchedule(self, request: Any, context: Any) -> Any:
+        return self._unserved("DeleteSchedule", request, context)
+
+    def SetScheduleState(self, request: Any, context: Any) -> Any:
+        return self._unserved("SetScheduleState", request, context)
+
+    def PreviewSchedule(self, request: Any, context: Any) -> Any:
+        return self._unserved("PreviewSchedule", request, context)

@@ -30,6 +30,7 @@ from dsched_server.store import (
     dependencies,
     events,
     instances,
+    schedules,
     task_instances,
 )
 from dsched_server.store.codec import task_to_json, task_type
@@ -39,6 +40,7 @@ from dsched_server.store.models import (
     BackfillDate,
     InstanceEvent,
     Project,
+    Schedule,
     TaskDefinition,
     TaskEdge,
     TaskInstance,
@@ -227,6 +229,21 @@ async def _load(db: Database) -> Ids:
                 for d in range(DATES)
             ],
         )
+        schedule = {
+            "cron": "0 2 * * *",
+            "time_zone": "UTC",
+            "online": False,
+            "catch_up": "LATEST",
+            "catch_up_cap": 100,
+            "overlap": "RUN",
+            "options": {},
+            **row_time,
+        }
+        await conn.execute(
+            insert(table(Schedule)),
+            [{"project_id": 1, "workflow_id": 1, **schedule} for _ in range(BACKFILLS)]
+            + [{"project_id": rare_project, "workflow_id": lone, **schedule}],
+        )
     if db.dialect == "postgresql":
         async with db.transaction() as conn:
             await conn.execute(text("ANALYZE"))
@@ -250,6 +267,7 @@ _TABLES = [
         InstanceEvent,
         Backfill,
         BackfillDate,
+        Schedule,
     )
 ]
 
@@ -382,6 +400,11 @@ def _instances(**filters: Any) -> Callable[[Conn, Ids], Awaitable[object]]:
     return lambda conn, ids: instances.list_instances(conn, **query)
 
 
+def _schedules(**filters: Any) -> Callable[[Conn, Ids], Awaitable[object]]:
+    query: dict[str, Any] = {"project": "", "workflow": "", "after": None, "limit": 51, **filters}
+    return lambda conn, ids: schedules.list_schedules(conn, **query)
+
+
 def _backfills(**filters: Any) -> Callable[[Conn, Ids], Awaitable[object]]:
     query: dict[str, Any] = {
         "project": "",
@@ -473,6 +496,18 @@ CASES = [
         "backfills by states, next page",
         _backfills(states=[BackfillState.RUNNING, BackfillState.FAILED], after=BACKFILLS),
         backfills=f"ix_backfills_state {PK}",
+    ),
+    _case("schedules", _schedules(), schedules=f"{WALK}"),
+    _case("schedules by project", _schedules(project="rare"), schedules="ix_schedules_project"),
+    _case(
+        "schedules by workflow",
+        _schedules(project="rare", workflow="lone"),
+        schedules="ix_schedules_workflow",
+    ),
+    _case(
+        "online schedules",
+        lambda conn, ids: schedules.online(conn),
+        schedules="ix_schedules_online",
     ),
     _case(
         "a DEPENDENT's runs of a day",

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 from importlib import metadata
 
-from dsched.cli import backfill, commands
+from dsched.cli import backfill, commands, schedule
 from dsched.client import Client
 from dsched.errors import DschedError, InvalidArgument
 from dsched.options import FailureStrategy, Priority
@@ -147,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(handler=handler)
 
     backfill.add_parsers(sub, common)
+    schedule.add_parsers(sub, common)
 
     p = sub.add_parser(
         "cleanup",

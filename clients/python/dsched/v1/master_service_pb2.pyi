@@ -2,6 +2,7 @@ import datetime
 
 from dsched.v1 import backfill_pb2 as _backfill_pb2
 from dsched.v1 import enums_pb2 as _enums_pb2
+from dsched.v1 import schedule_pb2 as _schedule_pb2
 from dsched.v1 import resources_pb2 as _resources_pb2
 from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2

@@ -5,6 +5,7 @@ import warnings
 
 from dsched.v1 import backfill_pb2 as dsched_dot_v1_dot_backfill__pb2
 from dsched.v1 import master_service_pb2 as dsched_dot_v1_dot_master__service__pb2
+from dsched.v1 import schedule_pb2 as dsched_dot_v1_dot_schedule__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -209,6 +210,41 @@ class MasterServiceStub:
                 '/dsched.v1.MasterService/CancelBackfill',
                 request_serializer=dsched_dot_v1_dot_backfill__pb2.CancelBackfillRequest.SerializeToString,
                 response_deserializer=dsched_dot_v1_dot_backfill__pb2.CancelBackfillResponse.FromString,
+                _registered_method=True)
+        self.CreateSchedule = channel.unary_unary(
+                '/dsched.v1.MasterService/CreateSchedule',
+                request_serializer=dsched_dot_v1_dot_schedule__pb2.CreateScheduleRequest.SerializeToString,
+                response_deserializer=dsched_dot_v1_dot_schedule__pb2.CreateScheduleResponse.FromString,
+                _registered_method=True)
+        self.UpdateSchedule = channel.unary_unary(
+                '/dsched.v1.MasterService/UpdateSchedule',
+                request_serializer=dsched_dot_v1_dot_schedule__pb2.UpdateScheduleRequest.SerializeToString,
+                response_deserializer=dsched_dot_v1_dot_schedule__pb2.UpdateScheduleResponse.FromString,
+                _registered_method=True)
+        self.GetSchedule = channel.unary_unary(
+                '/dsched.v1.MasterService/GetSchedule',
+                request_serializer=dsched_dot_v1_dot_schedule__pb2.GetScheduleRequest.SerializeToString,
+                response_deserializer=dsched_dot_v1_dot_schedule__pb2.GetScheduleResponse.FromString,
+                _registered_method=True)
+        self.ListSchedules = channel.unary_unary(
+                '/dsched.v1.MasterService/ListSchedules',
+                request_serializer=dsched_dot_v1_dot_schedule__pb2.ListSchedulesRequest.SerializeToString,
+                response_deserializer=dsched_dot_v1_dot_schedule__pb2.ListSchedulesResponse.FromString,
+                _registered_method=True)
+        self.DeleteSchedule = channel.unary_unary(
+                '/dsched.v1.MasterService/DeleteSchedule',
+                request_serializer=dsched_dot_v1_dot_schedule__pb2.DeleteScheduleRequest.SerializeToString,
+                response_deserializer=dsched_dot_v1_dot_schedule__pb2.DeleteScheduleResponse.FromString,
+                _registered_method=True)
+        self.SetScheduleState = channel.unary_unary(
+                '/dsched.v1.MasterService/SetScheduleState',
+                request_serializer=dsched_dot_v1_dot_schedule__pb2.SetScheduleStateRequest.SerializeToString,
+                response_deserializer=dsched_dot_v1_dot_schedule__pb2.SetScheduleStateResponse.FromString,
+                _registered_method=True)
+        self.PreviewSchedule = channel.unary_unary(
+                '/dsched.v1.MasterService/PreviewSchedule',
+                request_serializer=dsched_dot_v1_dot_schedule__pb2.PreviewScheduleRequest.SerializeToString,
+                response_deserializer=dsched_dot_v1_dot_schedule__pb2.PreviewScheduleResponse.FromString,
                 _registered_method=True)
 
 
@@ -478,6 +514,57 @@ class MasterServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateSchedule(self, request, context):
+        """Creates a schedule of a workflow, offline (README "Schedules"). INVALID_ARGUMENT with the field
+        for a cron that is invalid or never fires within 5 years, fires more often than the master's
+        minimum interval, an unknown time zone, an end before the start.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateSchedule(self, request, context):
+        """Replaces a schedule's writable fields (same checks as CreateSchedule).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSchedule(self, request, context):
+        """Gets a schedule with its next fire time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSchedules(self, request, context):
+        """Lists schedules, newest first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteSchedule(self, request, context):
+        """Deletes a schedule (the runs it started stay).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetScheduleState(self, request, context):
+        """Puts a schedule online or offline.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PreviewSchedule(self, request, context):
+        """The next fire times of a schedule or of a cron.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MasterServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -645,6 +732,41 @@ def add_MasterServiceServicer_to_server(servicer, server):
                     servicer.CancelBackfill,
                     request_deserializer=dsched_dot_v1_dot_backfill__pb2.CancelBackfillRequest.FromString,
                     response_serializer=dsched_dot_v1_dot_backfill__pb2.CancelBackfillResponse.SerializeToString,
+            ),
+            'CreateSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateSchedule,
+                    request_deserializer=dsched_dot_v1_dot_schedule__pb2.CreateScheduleRequest.FromString,
+                    response_serializer=dsched_dot_v1_dot_schedule__pb2.CreateScheduleResponse.SerializeToString,
+            ),
+            'UpdateSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateSchedule,
+                    request_deserializer=dsched_dot_v1_dot_schedule__pb2.UpdateScheduleRequest.FromString,
+                    response_serializer=dsched_dot_v1_dot_schedule__pb2.UpdateScheduleResponse.SerializeToString,
+            ),
+            'GetSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSchedule,
+                    request_deserializer=dsched_dot_v1_dot_schedule__pb2.GetScheduleRequest.FromString,
+                    response_serializer=dsched_dot_v1_dot_schedule__pb2.GetScheduleResponse.SerializeToString,
+            ),
+            'ListSchedules': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSchedules,
+                    request_deserializer=dsched_dot_v1_dot_schedule__pb2.ListSchedulesRequest.FromString,
+                    response_serializer=dsched_dot_v1_dot_schedule__pb2.ListSchedulesResponse.SerializeToString,
+            ),
+            'DeleteSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteSchedule,
+                    request_deserializer=dsched_dot_v1_dot_schedule__pb2.DeleteScheduleRequest.FromString,
+                    response_serializer=dsched_dot_v1_dot_schedule__pb2.DeleteScheduleResponse.SerializeToString,
+            ),
+            'SetScheduleState': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetScheduleState,
+                    request_deserializer=dsched_dot_v1_dot_schedule__pb2.SetScheduleStateRequest.FromString,
+                    response_serializer=dsched_dot_v1_dot_schedule__pb2.SetScheduleStateResponse.SerializeToString,
+            ),
+            'PreviewSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.PreviewSchedule,
+                    request_deserializer=dsched_dot_v1_dot_schedule__pb2.PreviewScheduleRequest.FromString,
+                    response_serializer=dsched_dot_v1_dot_schedule__pb2.PreviewScheduleResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1548,6 +1670,195 @@ class MasterService:
             '/dsched.v1.MasterService/CancelBackfill',
             dsched_dot_v1_dot_backfill__pb2.CancelBackfillRequest.SerializeToString,
             dsched_dot_v1_dot_backfill__pb2.CancelBackfillResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsched.v1.MasterService/CreateSchedule',
+            dsched_dot_v1_dot_schedule__pb2.CreateScheduleRequest.SerializeToString,
+            dsched_dot_v1_dot_schedule__pb2.CreateScheduleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsched.v1.MasterService/UpdateSchedule',
+            dsched_dot_v1_dot_schedule__pb2.UpdateScheduleRequest.SerializeToString,
+            dsched_dot_v1_dot_schedule__pb2.UpdateScheduleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsched.v1.MasterService/GetSchedule',
+            dsched_dot_v1_dot_schedule__pb2.GetScheduleRequest.SerializeToString,
+            dsched_dot_v1_dot_schedule__pb2.GetScheduleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSchedules(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsched.v1.MasterService/ListSchedules',
+            dsched_dot_v1_dot_schedule__pb2.ListSchedulesRequest.SerializeToString,
+            dsched_dot_v1_dot_schedule__pb2.ListSchedulesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsched.v1.MasterService/DeleteSchedule',
+            dsched_dot_v1_dot_schedule__pb2.DeleteScheduleRequest.SerializeToString,
+            dsched_dot_v1_dot_schedule__pb2.DeleteScheduleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetScheduleState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsched.v1.MasterService/SetScheduleState',
+            dsched_dot_v1_dot_schedule__pb2.SetScheduleStateRequest.SerializeToString,
+            dsched_dot_v1_dot_schedule__pb2.SetScheduleStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PreviewSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsched.v1.MasterService/PreviewSchedule',
+            dsched_dot_v1_dot_schedule__pb2.PreviewScheduleRequest.SerializeToString,
+            dsched_dot_v1_dot_schedule__pb2.PreviewScheduleResponse.FromString,
             options,
             channel_credentials,
             insecure,

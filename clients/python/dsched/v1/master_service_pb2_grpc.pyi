@@ -6,6 +6,7 @@ The client-facing API of a dsched master."""
 from collections import abc as _abc
 from dsched.v1 import backfill_pb2 as _backfill_pb2
 from dsched.v1 import master_service_pb2 as _master_service_pb2
+from dsched.v1 import schedule_pb2 as _schedule_pb2
 from grpc import aio as _aio
 import abc as _abc_1
 import grpc as _grpc
@@ -142,6 +143,23 @@ class MasterServiceStub:
     """Carries on a PAUSED backfill. FAILED_PRECONDITION if it is not PAUSED."""
     CancelBackfill: _grpc.UnaryUnaryMultiCallable[_backfill_pb2.CancelBackfillRequest, _backfill_pb2.CancelBackfillResponse]
     """Skips the dates not started and stops the runs under way. FAILED_PRECONDITION once it ended."""
+    CreateSchedule: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.CreateScheduleRequest, _schedule_pb2.CreateScheduleResponse]
+    """Creates a schedule of a workflow, offline (README "Schedules"). INVALID_ARGUMENT with the field
+    for a cron that is invalid or never fires within 5 years, fires more often than the master's
+    minimum interval, an unknown time zone, an end before the start.
+    """
+    UpdateSchedule: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.UpdateScheduleRequest, _schedule_pb2.UpdateScheduleResponse]
+    """Replaces a schedule's writable fields (same checks as CreateSchedule)."""
+    GetSchedule: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.GetScheduleRequest, _schedule_pb2.GetScheduleResponse]
+    """Gets a schedule with its next fire time."""
+    ListSchedules: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.ListSchedulesRequest, _schedule_pb2.ListSchedulesResponse]
+    """Lists schedules, newest first."""
+    DeleteSchedule: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.DeleteScheduleRequest, _schedule_pb2.DeleteScheduleResponse]
+    """Deletes a schedule (the runs it started stay)."""
+    SetScheduleState: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.SetScheduleStateRequest, _schedule_pb2.SetScheduleStateResponse]
+    """Puts a schedule online or offline."""
+    PreviewSchedule: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.PreviewScheduleRequest, _schedule_pb2.PreviewScheduleResponse]
+    """The next fire times of a schedule or of a cron."""
 
 @_typing.type_check_only
 class MasterServiceAsyncStub(MasterServiceStub):
@@ -256,6 +274,23 @@ class MasterServiceAsyncStub(MasterServiceStub):
     """Carries on a PAUSED backfill. FAILED_PRECONDITION if it is not PAUSED."""
     CancelBackfill: _aio.UnaryUnaryMultiCallable[_backfill_pb2.CancelBackfillRequest, _backfill_pb2.CancelBackfillResponse]  # type: ignore[assignment]
     """Skips the dates not started and stops the runs under way. FAILED_PRECONDITION once it ended."""
+    CreateSchedule: _aio.UnaryUnaryMultiCallable[_schedule_pb2.CreateScheduleRequest, _schedule_pb2.CreateScheduleResponse]  # type: ignore[assignment]
+    """Creates a schedule of a workflow, offline (README "Schedules"). INVALID_ARGUMENT with the field
+    for a cron that is invalid or never fires within 5 years, fires more often than the master's
+    minimum interval, an unknown time zone, an end before the start.
+    """
+    UpdateSchedule: _aio.UnaryUnaryMultiCallable[_schedule_pb2.UpdateScheduleRequest, _schedule_pb2.UpdateScheduleResponse]  # type: ignore[assignment]
+    """Replaces a schedule's writable fields (same checks as CreateSchedule)."""
+    GetSchedule: _aio.UnaryUnaryMultiCallable[_schedule_pb2.GetScheduleRequest, _schedule_pb2.GetScheduleResponse]  # type: ignore[assignment]
+    """Gets a schedule with its next fire time."""
+    ListSchedules: _aio.UnaryUnaryMultiCallable[_schedule_pb2.ListSchedulesRequest, _schedule_pb2.ListSchedulesResponse]  # type: ignore[assignment]
+    """Lists schedules, newest first."""
+    DeleteSchedule: _aio.UnaryUnaryMultiCallable[_schedule_pb2.DeleteScheduleRequest, _schedule_pb2.DeleteScheduleResponse]  # type: ignore[assignment]
+    """Deletes a schedule (the runs it started stay)."""
+    SetScheduleState: _aio.UnaryUnaryMultiCallable[_schedule_pb2.SetScheduleStateRequest, _schedule_pb2.SetScheduleStateResponse]  # type: ignore[assignment]
+    """Puts a schedule online or offline."""
+    PreviewSchedule: _aio.UnaryUnaryMultiCallable[_schedule_pb2.PreviewScheduleRequest, _schedule_pb2.PreviewScheduleResponse]  # type: ignore[assignment]
+    """The next fire times of a schedule or of a cron."""
 
 class MasterServiceServicer(metaclass=_abc_1.ABCMeta):
     """MasterService manages projects and workflow definitions, starts and controls workflow instances, and
@@ -565,5 +600,64 @@ class MasterServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_backfill_pb2.CancelBackfillResponse, _abc.Awaitable[_backfill_pb2.CancelBackfillResponse]]:
         """Skips the dates not started and stops the runs under way. FAILED_PRECONDITION once it ended."""
+
+    @_abc_1.abstractmethod
+    def CreateSchedule(
+        self,
+        request: _schedule_pb2.CreateScheduleRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_schedule_pb2.CreateScheduleResponse, _abc.Awaitable[_schedule_pb2.CreateScheduleResponse]]:
+        """Creates a schedule of a workflow, offline (README "Schedules"). INVALID_ARGUMENT with the field
+        for a cron that is invalid or never fires within 5 years, fires more often than the master's
+        minimum interval, an unknown time zone, an end before the start.
+        """
+
+    @_abc_1.abstractmethod
+    def UpdateSchedule(
+        self,
+        request: _schedule_pb2.UpdateScheduleRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_schedule_pb2.UpdateScheduleResponse, _abc.Awaitable[_schedule_pb2.UpdateScheduleResponse]]:
+        """Replaces a schedule's writable fields (same checks as CreateSchedule)."""
+
+    @_abc_1.abstractmethod
+    def GetSchedule(
+        self,
+        request: _schedule_pb2.GetScheduleRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_schedule_pb2.GetScheduleResponse, _abc.Awaitable[_schedule_pb2.GetScheduleResponse]]:
+        """Gets a schedule with its next fire time."""
+
+    @_abc_1.abstractmethod
+    def ListSchedules(
+        self,
+        request: _schedule_pb2.ListSchedulesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_schedule_pb2.ListSchedulesResponse, _abc.Awaitable[_schedule_pb2.ListSchedulesResponse]]:
+        """Lists schedules, newest first."""
+
+    @_abc_1.abstractmethod
+    def DeleteSchedule(
+        self,
+        request: _schedule_pb2.DeleteScheduleRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_schedule_pb2.DeleteScheduleResponse, _abc.Awaitable[_schedule_pb2.DeleteScheduleResponse]]:
+        """Deletes a schedule (the runs it started stay)."""
+
+    @_abc_1.abstractmethod
+    def SetScheduleState(
+        self,
+        request: _schedule_pb2.SetScheduleStateRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_schedule_pb2.SetScheduleStateResponse, _abc.Awaitable[_schedule_pb2.SetScheduleStateResponse]]:
+        """Puts a schedule online or offline."""
+
+    @_abc_1.abstractmethod
+    def PreviewSchedule(
+        self,
+        request: _schedule_pb2.PreviewScheduleRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_schedule_pb2.PreviewScheduleResponse, _abc.Awaitable[_schedule_pb2.PreviewScheduleResponse]]:
+        """The next fire times of a schedule or of a cron."""
 
 def add_MasterServiceServicer_to_server(servicer: MasterServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

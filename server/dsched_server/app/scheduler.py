@@ -1,0 +1,209 @@
+"""A master's scheduler: fires the online schedules of its share (README "Schedules").
+
+The share is the schedules whose id falls in the master's command slot (id mod the number of
+live masters), so every schedule has one master firing it while masters come and go; when two do
+for a moment (the share moved), the fire row's unique key keeps each fire time to one run.
+
+No loop scans every schedule every second: the schedules of the share sit in a
+:class:`~dsched_server.core.schedule.FireQueue` by next fire time and the scheduler sleeps until the
+earliest. It wakes at once when a schedule changes on this master, when the share moves (masters
+came or went), and when a run of a schedule with queued fire times ends here; it reads the
+schedules other masters' clients changed every ``refresh`` seconds. Due schedules are fired up to
+``batch`` per transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from sqlalchemy.exc import IntegrityError
+
+from dsched.errors import NotFound
+from dsched_server.app import schedules
+from dsched_server.app.context import AppContext
+from dsched_server.app.transaction import Transaction, transact
+from dsched_server.background import Background
+from dsched_server.core.cron import compile_cron
+from dsched_server.core.schedule import FireQueue, ScheduleRecord, next_fire
+from dsched_server.store import schedules as store
+
+log = logging.getLogger(__name__)
+
+REFRESH_S = 5.0
+BATCH = 200
+
+
+class Scheduler(Background):
+    def __init__(
+        self,
+        ctx: AppContext,
+        *,
+        slot: Callable[[], tuple[int, int]],
+        enabled: Callable[[], bool],
+        refresh: float = REFRESH_S,
+        batch: int = BATCH,
+    ) -> None:
+        super().__init__("scheduler")
+        self.ctx = ctx
+        self._slot = slot
+        self._enabled = enabled
+        self._refresh = refresh
+        self._batch = batch
+        self.queue = FireQueue()
+        self._wake = asyncio.Event()
+        self._dirty: set[int] = set()
+        self._ended: set[int] = set()
+        self._reload = True
+        self._refreshed: datetime | None = None
+        self.fired = 0  # fire times fired here (tests, metrics)
+
+    # ---------------------------------------------------------------------- wake-ups
+
+    def changed(self, schedule_id: int) -> None:
+        """A client changed the schedule through this master."""
+        self._dirty.add(schedule_id)
+        self._wake.set()
+
+    def share_changed(self) -> None:
+        """Masters came or went: the share is read again."""
+        self._reload = True
+        self._wake.set()
+
+    def run_ended(self, schedule_id: int) -> None:
+        """A run the schedule started ended here: a queued fire time may start now."""
+        self._ended.add(schedule_id)
+        self._wake.set()
+
+    # ---------------------------------------------------------------------- the loop
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                async with asyncio.timeout(self._sleep()):
+                    await self._wake.wait()
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            if not self._enabled():
+                continue
+            try:
+                await self._pass()
+            except Exception as exc:  # the database went away: the next pass tries again
+                log.warning("scheduler pass failed: %s", exc)
+                self._reload = True
+                await asyncio.sleep(1.0)  # not a hot loop while the store is down
+
+    def _sleep(self) -> float:
+        """Seconds until the earliest fire time or the next refresh, whichever is first."""
+        now = self.ctx.clock.now()
+        until = self._refresh
+        earliest = self.queue.earliest()
+        if earliest is not None:
+            until = min(until, (earliest - now).total_seconds())
+        return max(until, 0.0)
+
+    async def _pass(self) -> None:
+        now = self.ctx.clock.now()
+        if self._reload:
+            await self._load_share(now)
+        elif self._refreshed is None or (now - self._refreshed).total_seconds() >= self._refresh:
+            await self._read_changes(now)
+        if self._dirty:
+            dirty, self._dirty = self._dirty, set()
+            await self._read(dirty)
+        if self._ended:
+            ended, self._ended = self._ended, set()
+            for schedule_id in sorted(ended):
+                await transact(self.ctx, functools.partial(_start_queued, schedule_id=schedule_id))
+        due = self.queue.pop_due(self.ctx.clock.now())
+        for i in range(0, len(due), self._batch):
+            await self._fire(due[i : i + self._batch])
+
+    def _mine(self, schedule_id: int) -> bool:
+        index, count = self._slot()
+        return schedule_id % max(count, 1) == index
+
+    async def _load_share(self, now: datetime) -> None:
+        self._reload = False
+        async with self.ctx.db.read() as conn:
+            online = await store.online(conn)
+        self.queue.clear()
+        for record in online:
+            if self._mine(record.id):
+                self.queue.set(record.id, _next(record, now))
+        self._refreshed = now
+
+    async def _read_changes(self, now: datetime) -> None:
+        since = (self._refreshed or now) - timedelta(seconds=1)  # commit order is not time order
+        async with self.ctx.db.read() as conn:
+            changed = await store.changed_since(conn, since)
+        self._refreshed = now
+        self._place(changed, now)
+
+    async def _read(self, ids: set[int]) -> None:
+        found = []
+        async with self.ctx.db.read() as conn:
+            for schedule_id in sorted(ids):
+                try:
+                    found.append(await store.get(conn, schedule_id))
+                except NotFound:
+                    self.queue.remove(schedule_id)
+        self._place(found, self.ctx.clock.now())
+
+    def _place(self, records: Sequence[ScheduleRecord], now: datetime) -> None:
+        for record in records:
+            if record.online and self._mine(record.id):
+                self.queue.set(record.id, _next(record, now))
+            else:
+                self.queue.remove(record.id)
+
+    async def _fire(self, ids: list[int]) -> None:
+        """Fires ``ids`` in one transaction; if another master fired one of them first (the
+        unique key), each on its own, so the others still fire."""
+        try:
+            fired = await transact(self.ctx, functools.partial(_fire_all, ids=ids))
+        except IntegrityError:
+            fired = {}
+            for schedule_id in ids:
+                try:
+                    one = functools.partial(_fire_all, ids=[schedule_id])
+                    fired.update(await transact(self.ctx, one))
+                except IntegrityError:
+                    log.info("schedule %s: fired by another master", schedule_id)
+                    fired[schedule_id] = None  # read again below
+        stale = {s for s, upcoming in fired.items() if upcoming is None}
+        for schedule_id, upcoming in fired.items():
+            if upcoming is not None:
+                self.queue.set(schedule_id, upcoming)
+        if stale:
+            await self._read(stale)
+
+
+async def _fire_all(tx: Transaction, ids: Sequence[int]) -> dict[int, datetime | None]:
+    out: dict[int, datetime | None] = {}
+    for schedule_id in ids:
+        try:
+            out[schedule_id] = (await schedules.fire(tx, schedule_id)).next_fire
+        except NotFound:
+            out[schedule_id] = None
+    return out
+
+
+async def _start_queued(tx: Transaction, schedule_id: int) -> None:
+    with contextlib.suppress(NotFound):  # deleted meanwhile
+        await schedules.start_queued(tx, schedule_id)
+
+
+def _next(record: ScheduleRecord, now: datetime) -> datetime | None:
+    """When the schedule is due next here: right away if fire times were missed since its last
+    fire (the catch-up policy decides what fires), else its next fire time."""
+    spec = record.spec
+    cron, zone = compile_cron(spec.cron), ZoneInfo(spec.time_zone)
+    after = record.last_fire_time or now
+    return next_fire(cron, zone, after, spec.window)

@@ -1,0 +1,192 @@
+"""Schedules: create, update, delete, put online or offline, preview, and fire (README
+"Schedules"; ``core/schedule.py`` decides, ``store/schedules.py`` keeps, ``engine/scheduler.py``
+calls :func:`fire` when a schedule of its master's share is due).
+
+Firing writes, in one transaction, each due fire time's row (unique per schedule and time), the
+run it starts and its command, and the schedule's last and next fire times. A second master firing
+the same time fails on the unique key and writes nothing, so every fire time starts one run.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from dsched.errors import FailedPrecondition, FieldViolation, InvalidArgument
+from dsched.options import ReleaseState, RunTrigger
+from dsched_server.app import runs
+from dsched_server.app.transaction import Transaction
+from dsched_server.core.cron import Cron, CronError, compile_cron
+from dsched_server.core.schedule import (
+    OverlapAction,
+    ScheduleRecord,
+    ScheduleSpec,
+    due,
+    next_fire,
+    on_overlap,
+)
+from dsched_server.store import definitions
+from dsched_server.store import schedules as store
+from dsched_server.store.instances import RunTime
+
+HORIZON = timedelta(days=5 * 365)  # a schedule must fire within this from now
+INTERVAL_SAMPLE = 20  # consecutive fire times whose gaps are checked against the minimum
+
+
+@dataclass(frozen=True, slots=True)
+class Fired:
+    started: tuple[int, ...]  # the runs started
+    next_fire: datetime | None
+
+
+def check(spec: ScheduleSpec, now: datetime, min_interval: timedelta, field: str) -> Cron:
+    """The compiled cron of a spec that can be honoured; INVALID_ARGUMENT naming the field
+    (``<field>.cron``, ``.end_time``) otherwise. The time zone is checked by the API."""
+    bad: list[FieldViolation] = []
+    cron: Cron | None = None
+    try:
+        cron = compile_cron(spec.cron)
+    except CronError as err:
+        bad.append(FieldViolation(f"{field}.cron", str(err)))
+    w = spec.window
+    if w.start is not None and w.end is not None and w.end < w.start:
+        bad.append(FieldViolation(f"{field}.end_time", "is before start_time"))
+    if cron is not None and not bad:
+        zone = ZoneInfo(spec.time_zone)
+        start = max(now, w.start) if w.start is not None else now
+        upcoming = list(itertools.islice(cron.fire_times(start, zone), INTERVAL_SAMPLE))
+        if not upcoming or upcoming[0] - start > HORIZON:
+            bad.append(FieldViolation(f"{field}.cron", "never fires within 5 years"))
+        gaps = [b - a for a, b in itertools.pairwise(upcoming)]
+        if gaps and min(gaps) < min_interval:
+            bad.append(
+                FieldViolation(
+                    f"{field}.cron",
+                    f"fires {min(gaps).total_seconds():g} s apart; this master's minimum "
+                    f"interval is {min_interval.total_seconds():g} s",
+                )
+            )
+    if bad:
+        raise InvalidArgument("the schedule cannot be honoured", violations=bad)
+    assert cron is not None
+    return cron
+
+
+async def create(
+    tx: Transaction, project: str, workflow: str, spec: ScheduleSpec, min_interval: timedelta
+) -> ScheduleRecord:
+    check(spec, tx.now, min_interval, "schedule")
+    record = await definitions.get_workflow(tx.conn, project, workflow)
+    schedule_id = await store.create(tx.conn, record, spec, tx.now)
+    return await store.get(tx.conn, schedule_id)
+
+
+async def update(
+    tx: Transaction, schedule_id: int, spec: ScheduleSpec, min_interval: timedelta
+) -> ScheduleRecord:
+    cron = check(spec, tx.now, min_interval, "schedule")
+    await store.lock(tx.conn, schedule_id)
+    current = await store.get(tx.conn, schedule_id)
+    upcoming = _next(cron, spec, tx.now) if current.online else None
+    await store.update_spec(tx.conn, schedule_id, spec, upcoming, tx.now)
+    return await store.get(tx.conn, schedule_id)
+
+
+async def set_online(tx: Transaction, schedule_id: int, online: bool) -> ScheduleRecord:
+    await store.lock(tx.conn, schedule_id)
+    current = await store.get(tx.conn, schedule_id)
+    upcoming = None
+    if online:
+        workflow = await definitions.get_workflow(tx.conn, current.project, current.workflow)
+        if workflow.release_state is not ReleaseState.ONLINE:
+            raise FailedPrecondition(
+                f"workflow {current.project}/{current.workflow} is OFFLINE; put it online "
+                "before its schedule",
+                reason="WORKFLOW_OFFLINE",
+                metadata={"project": current.project, "workflow": current.workflow},
+            )
+        upcoming = _next(compile_cron(current.spec.cron), current.spec, tx.now)
+    await store.set_online(tx.conn, schedule_id, online, upcoming, tx.now)
+    return await store.get(tx.conn, schedule_id)
+
+
+async def delete(tx: Transaction, schedule_id: int) -> None:
+    await store.delete_schedule(tx.conn, schedule_id)
+
+
+def preview(cron: Cron, spec: ScheduleSpec, now: datetime, count: int) -> list[datetime]:
+    out: list[datetime] = []
+    after = now
+    while len(out) < count:
+        upcoming = next_fire(cron, ZoneInfo(spec.time_zone), after, spec.window)
+        if upcoming is None:
+            break
+        out.append(upcoming)
+        after = upcoming
+    return out
+
+
+def _next(cron: Cron, spec: ScheduleSpec, now: datetime) -> datetime | None:
+    return next_fire(cron, ZoneInfo(spec.time_zone), now, spec.window)
+
+
+async def fire(tx: Transaction, schedule_id: int) -> Fired:
+    """Fires what is due of the schedule at ``tx.now`` (see the module docstring). Raises
+    IntegrityError when another master fired one of the same fire times first."""
+    record = await store.get(tx.conn, schedule_id)
+    if not record.online:
+        return Fired((), None)
+    spec = record.spec
+    cron, zone = compile_cron(spec.cron), ZoneInfo(spec.time_zone)
+    now = tx.now
+    found = due(
+        cron,
+        zone,
+        last=record.last_fire_time,
+        now=now,
+        window=spec.window,
+        catch_up=spec.catch_up,
+        cap=spec.catch_up_cap,
+    )
+    started: list[int] = []
+    workflow = await definitions.get_workflow(tx.conn, record.project, record.workflow)
+    for when in found.fire:
+        action = on_overlap(spec.overlap, await store.run_going_on(tx.conn, schedule_id))
+        if workflow.release_state is not ReleaseState.ONLINE:
+            action = OverlapAction.SKIP  # the workflow went offline: its fire times pass
+        instance_id = None
+        if action is OverlapAction.FIRE:
+            instance_id = await runs.create(tx, workflow, spec.run_options, _run_time(record, when))
+            started.append(instance_id)
+        state = {OverlapAction.FIRE: store.FIRED, OverlapAction.SKIP: store.SKIPPED}.get(
+            action, store.QUEUED
+        )
+        await store.add_fire(tx.conn, schedule_id, when, state, instance_id, now)
+    latest = next(cron.fires_before(now, zone), None)
+    upcoming = next_fire(cron, zone, now, spec.window)
+    await store.set_fired(tx.conn, schedule_id, latest, upcoming)
+    return Fired(tuple(started), upcoming)
+
+
+async def start_queued(tx: Transaction, schedule_id: int) -> int | None:
+    """Starts the oldest QUEUED fire time of the schedule once its previous run has ended."""
+    await store.lock(tx.conn, schedule_id)
+    when = await store.oldest_queued(tx.conn, schedule_id)
+    if when is None or await store.run_going_on(tx.conn, schedule_id):
+        return None
+    record = await store.get(tx.conn, schedule_id)
+    workflow = await runs.online_workflow(tx, record.project, record.workflow)
+    instance_id = await runs.create(tx, workflow, record.spec.run_options, _run_time(record, when))
+    await store.start_queued(tx.conn, schedule_id, when, instance_id)
+    return instance_id
+
+
+def _run_time(record: ScheduleRecord, when: datetime) -> RunTime:
+    return RunTime(
+        schedule_time=when,
+        time_zone=record.spec.time_zone,
+        trigger=RunTrigger.SCHEDULE,
+        schedule_id=record.id,
+    )
