@@ -358,6 +358,7 @@ UNUSED: dict[Role, set[str]] = {
             "host_selector",
             "dispatch_timeout",
             "warmup_seconds",
+            "min_schedule_interval",
         ),
         *("cluster_host", "cluster_port", "master_capacity", "instance_sweep_interval"),
         *("request_id_retention_days", "event_retention_days", "instance_retention_days"),
