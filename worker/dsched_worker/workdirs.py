@@ -9,20 +9,22 @@ runs here.
 
 The directory of an attempt that ended is removed in a thread, with the others that ended meanwhile
 (one thread hop per burst): an empty one (what most tasks leave) is kept for a later attempt in
-``<exec_root>/.pool`` (at most :data:`POOL_MAX`; beyond that it is removed), a non-empty one is
-renamed into ``<exec_root>/.trash`` and the trash deleted (a task may have left a large tree).
-:meth:`WorkDirs.make` (called by the task type in the thread that spawns the task) renames a pooled
-directory to the attempt's path and gives it the mode ``mkdir`` would, else makes one. Why a pool:
-making and removing a directory per attempt allocates and frees an inode each time, and ext4 without
-a journal (this development machine's disk) skips every inode freed in the last 30 seconds when it
-allocates one, reading its inode table block each time (``find_inode_bit`` and ``recently_deleted``
-in fs/ext4/ialloc.c): an ``mkdir`` + ``rmdir`` per attempt cost 170 us and made every other file the
-worker created (the logs) slower the more attempts had ended lately, where two renames cost 26 us.
-These are file system metadata operations, which also wait on the journal when a disk has one and is
-busy; on the event loop they stalled everything else the process does. The sweep renames into the
-trash on the loop. The instance's directory goes when its last attempt's does; :meth:`WorkDirs.make`
-makes the instance's directory again if a removal slips between making it and placing the attempt's
-in it.
+``<exec_root>/.pool`` (at most :data:`POOL_MAX`; beyond that it is removed), and so is its
+instance's directory once empty, a non-empty one is renamed into ``<exec_root>/.trash`` and the
+trash deleted (a task may have left a large tree). :meth:`WorkDirs.make` (called by the task type in
+the thread that spawns the task) renames a pooled directory to the attempt's path, and one to the
+instance's if it has none (each one-task run is an instance), and gives them the mode ``mkdir``
+would, else makes them. A lock keeps the two threads apart: an instance's directory found empty
+stays empty until it is moved. Why a pool: making and removing a directory per attempt allocates and
+frees an inode each time, and ext4 without a journal (this development machine's disk) skips every
+inode freed in the last 30 seconds when it allocates one, reading its inode table block each time
+(``find_inode_bit`` and ``recently_deleted`` in fs/ext4/ialloc.c): an ``mkdir`` + ``rmdir`` per
+attempt cost 170 us and made every other file the worker created (the logs) slower the more attempts
+had ended lately, where two renames cost 26 us. These are file system metadata operations, which
+also wait on the journal when a disk has one and is busy; on the event loop they stalled everything
+else the process does. The sweep renames into the trash on the loop. The instance's directory goes
+when its last attempt's does; the sweep's removal (an ``rmdir``, on the loop) can slip between
+making it and placing the attempt's in it: then it is made again.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import itertools
 import logging
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable, Container
 from pathlib import Path
@@ -74,6 +77,9 @@ class WorkDirs:
         self._pool: collections.deque[Path] = collections.deque()
         self._pool_names = itertools.count()
         self._pool_ready = False  # what an earlier incarnation left in the pool went to the trash
+        # Held while an attempt's directory is placed in its instance's and while an instance's
+        # directory is pooled: a directory found empty must stay empty until it is moved.
+        self._placing = threading.Lock()
         mask = os.umask(0)  # the process's umask (read by setting it; no thread runs yet)
         os.umask(mask)
         self._mode = 0o777 & ~mask  # what mkdir gives a directory
@@ -85,19 +91,22 @@ class WorkDirs:
         return work_dir(self.root, execution)
 
     def make(self, path: Path) -> None:
-        """In the spawning thread: makes the attempt's directory ``path``, an empty one from the
-        pool if there is one (see the module). Raises OSError if it cannot."""
+        """In the spawning thread: makes the attempt's directory ``path`` and, for the instance's
+        first attempt here, the instance's, each an empty one from the pool if there is one (see
+        the module). Raises OSError if it cannot."""
+        with self._placing:  # the removal thread pools an instance's directory only if empty
+            if not os.path.isdir(path.parent):
+                self._place(path.parent)
+            self._place(path)
+
+    def _place(self, path: Path) -> None:
         try:
             spare = self._pool.popleft()
         except IndexError:
             make_dir(path)
             return
         try:
-            try:
-                os.rename(spare, path)  # onto an empty directory left at ``path``: replaces it
-            except FileNotFoundError:
-                make_dir(path.parent)  # the instance's directory: its first attempt here
-                os.rename(spare, path)
+            os.rename(spare, path)  # onto an empty directory left at ``path``: replaces it
             os.chmod(path, self._mode)  # the mode mkdir gives, whatever the last task made of it
         except OSError:
             # E.g. ``path`` exists with files in it (an attempt sent again after a restart):
@@ -181,13 +190,18 @@ class WorkDirs:
             if not empty:
                 self._to_trash(path)
                 continue
-            if not self._to_pool(path):
-                with contextlib.suppress(OSError):
-                    os.rmdir(path)
-            with contextlib.suppress(OSError):
-                path.parent.rmdir()
+            with self._placing:  # no attempt is placed in the instance's directory meanwhile
+                self._pool_or_remove(path)
+                if _is_empty(path.parent):  # the instance's last attempt here is done with it
+                    self._pool_or_remove(path.parent)
         if _has_entries(self._trash):
             _delete_contents(self._trash)
+
+    def _pool_or_remove(self, path: Path) -> None:
+        """An empty directory goes into the pool, or is removed if the pool is full."""
+        if not self._to_pool(path):
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
 
     def _to_pool(self, path: Path) -> bool:
         """In the removal thread: moves an empty directory into the pool; False if it is full or
@@ -244,6 +258,15 @@ def _numbered(directory: Path) -> list[Path]:
         return [p for p in directory.iterdir() if p.name.isdigit()]
     except OSError:
         return []
+
+
+def _is_empty(directory: Path) -> bool:
+    """True if ``directory`` exists and holds nothing."""
+    try:
+        with os.scandir(directory) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False
 
 
 def _has_entries(directory: Path) -> bool:

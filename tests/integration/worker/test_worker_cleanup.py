@@ -158,27 +158,33 @@ async def test_retention_zero_keeps_logs(harness):
     assert path.exists()
 
 
-async def test_an_empty_directory_is_kept_for_the_next_attempt_with_the_mode_mkdir_gives(harness):
+async def test_empty_directories_are_kept_for_later_attempts_with_the_mode_mkdir_gives(harness):
     worker = await harness.worker()
     umask = os.umask(0)
     os.umask(umask)
-    # The first task leaves its directory empty but with another mode; the second gets that same
-    # directory (one inode, renamed), with the mode a fresh mkdir would have given it.
-    first = harness.execution("stat -c 'inode %i' . && chmod 700 .")
+    pool = harness.data_dir / "exec" / POOL
+    # The first task leaves its directory empty but with another mode: it goes into the pool,
+    # and so does its instance's, empty then.
+    first = harness.execution("chmod 700 .")
     await harness.dispatch(worker, first)
     assert (await harness.master.wait_terminal(first.task_instance_id)).type is SUCCEEDED
-    assert await gone(workdir(harness, first))
+    assert await gone(workdir(harness, first).parent)
     await worker.workdirs.wait_emptied()
-    pooled = list((harness.data_dir / "exec" / POOL).iterdir())
-    assert len(pooled) == 1
+    pooled = {p.stat().st_ino for p in pool.iterdir()}
+    assert len(pooled) == 2
 
-    second = harness.execution("stat -c 'inode %i mode %a' . && touch left-behind")
+    # The next attempt of that instance gets both (renamed: the same inodes), with the mode a
+    # fresh mkdir would have given them.
+    second = harness.execution("stat -c 'inode %i mode %a' . .. && touch left-behind")
     await harness.dispatch(worker, second)
     assert (await harness.master.wait_terminal(second.task_instance_id)).type is SUCCEEDED
-    inode = worker.logs.path_for(first).read_text().split("inode ")[1].split()[0]
-    assert f"inode {inode} mode {0o777 & ~umask:o}\n" in worker.logs.path_for(second).read_text()
-    # It left a file: not pooled, removed.
+    text = worker.logs.path_for(second).read_text()
+    seen = {int(line.split()[1]) for line in text.splitlines() if line.startswith("inode ")}
+    assert seen == pooled
+    assert f"mode {0o777 & ~umask:o}\ninode" in text
+    # It left a file: its directory is not pooled but removed, and its instance's with it.
     assert await gone(workdir(harness, second))
     await worker.workdirs.wait_emptied()
-    assert list((harness.data_dir / "exec" / POOL).iterdir()) == []
+    assert list(pool.iterdir()) == []
+    assert not workdir(harness, second).parent.exists()
     assert list((harness.data_dir / "exec" / ".trash").iterdir()) == []
