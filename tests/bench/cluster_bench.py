@@ -43,11 +43,13 @@ from tests.bench.common import (
     Fanout,
     Row,
     chain_rows,
+    data_removed,
     fanout_rows,
     report,
     run_chain,
     run_fanout,
     run_singles,
+    settle,
     singles_rows,
     spawn_floor,
 )
@@ -81,6 +83,7 @@ def cluster(slots: int) -> Iterator[TunedCluster]:
             raise
         finally:
             run.close()
+    data_removed()
 
 
 def rss_rows(members: list[Member], fanout: Fanout) -> list[Row]:
@@ -132,6 +135,7 @@ def main() -> int:
     add_arguments(parser)
     parser.add_argument("--failovers", type=int, default=5, help="kills of each kind")
     args = parser.parse_args()
+    settle("cluster")
     rows = measure(args, args.failovers)
     title = (
         f"dsched cluster ({MASTERS} masters, {WORKERS} workers, PostgreSQL, ZooKeeper), "

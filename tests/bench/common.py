@@ -15,11 +15,13 @@ import itertools
 import os
 import socket
 import statistics
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
 import psutil
 
@@ -28,6 +30,16 @@ from dsched.results import TaskInstance
 from dsched_server.standalone import use_pidfd_child_watcher
 
 MB = 2**20
+# ext4 without a journal (this development machine's disk: /proc/fs/jbd2 is empty) skips, when it
+# allocates an inode, every inode freed in the last 30 s (35 if its inode table block is still
+# dirty), reading that block each time (find_inode_bit and recently_deleted, fs/ext4/ialloc.c).
+# A bench removing its data directory frees thousands of inodes; every log file and directory that
+# a bench started right after creates then costs up to 15 times more (a symlink: 25 -> 380 us),
+# which made the second and third of three back-to-back `make bench` runs markedly slower. So a
+# bench notes when it removed its data (STAMP's modification time) and the next one waits until
+# SETTLE_S have passed before measuring.
+SETTLE_S = 36.0
+STAMP = Path(tempfile.gettempdir()) / "dsched-bench-data-removed"
 # Servers of a bench never call themselves BUSY for the machine's CPU: the bench loads the machine
 # on purpose (and other work may share it), and a master that stops claiming commands at 90 % CPU
 # measures admission control, not dsched's overhead.
@@ -35,6 +47,27 @@ NEVER_BUSY = {"DSCHED_CPU_THRESHOLD": "1.0"}
 
 # (metric, value, target, met)
 Row = tuple[str, str, str, bool]
+
+
+def data_removed() -> None:
+    """Notes that a bench has just removed a data directory (see :data:`SETTLE_S`)."""
+    STAMP.touch()
+
+
+def settle(what: str) -> None:
+    """Waits until :data:`SETTLE_S` seconds have passed since a bench last removed a data
+    directory, saying so if it waits; ``what``: what is about to be measured."""
+    try:
+        wait = SETTLE_S - (time.time() - STAMP.stat().st_mtime)
+    except FileNotFoundError:
+        return
+    if wait > 0:
+        print(
+            f"waiting {wait:.0f} s before the {what}: the inodes a bench freed when it removed "
+            f"its data directory age out of ext4's recently-deleted window",
+            flush=True,
+        )
+        time.sleep(wait)
 
 
 def free_port() -> int:
