@@ -53,7 +53,7 @@ def _new_backfill(request: bpb.CreateBackfillRequest) -> backfills.NewBackfill:
     checks.request_id(request.request_id)
     if len(request.cron) > MAX_CRON_LENGTH:
         checks.add("cron", f"longer than {MAX_CRON_LENGTH} characters")
-    zone = checks.time_zone("time_zone", request.time_zone)
+    zone = checks.time_zone("time_zone", request.time_zone) if request.time_zone else ""
     start = (
         checks.instant("start_time", request.start_time) if request.HasField("start_time") else None
     )

@@ -35,6 +35,7 @@ from dsched_server.core.backfill import (
 from dsched_server.core.cron import CronError, compile_cron
 from dsched_server.core.records import RunOptions
 from dsched_server.store import backfills as store
+from dsched_server.store import schedules as schedule_store
 from dsched_server.store.instances import RunTime
 
 DEFAULT_CRON = "0 0 * * *"  # daily at midnight: DolphinScheduler's default for a complement
@@ -50,7 +51,7 @@ class NewBackfill:
     end: datetime | None = None
     dates: tuple[datetime, ...] = ()
     cron: str = ""
-    time_zone: str = "UTC"
+    time_zone: str = ""  # "": the schedule's, else UTC
     options: Options = field(default_factory=Options)
     run_options: RunOptions = field(default_factory=RunOptions)
 
@@ -60,6 +61,7 @@ async def create(tx: Transaction, request: NewBackfill) -> BackfillRecord:
     could refuse it is checked before anything is written: INVALID_ARGUMENT with the field,
     FAILED_PRECONDITION (WORKFLOW_OFFLINE), NOT_FOUND."""
     workflow = await runs.online_workflow(tx, request.project, request.workflow)
+    request = await _with_schedule_defaults(tx, request, workflow.id)
     cron, dates = _dates(request)
     past = await store.past_outcomes(tx.conn, workflow.id, dates)
     chosen = core.select_dates(dates, past, request.options)
@@ -77,6 +79,26 @@ async def create(tx: Transaction, request: NewBackfill) -> BackfillRecord:
     return await get(tx, backfill_id)
 
 
+async def _with_schedule_defaults(
+    tx: Transaction, request: NewBackfill, workflow_id: int
+) -> NewBackfill:
+    """A range without a cron takes the cron of the workflow's schedule (if it has exactly one),
+    and without a time zone the schedule's; else daily at 00:00 in UTC."""
+    if request.dates or (request.cron and request.time_zone):
+        return replace(request, time_zone=request.time_zone or "UTC")
+    ids = await schedule_store.ids_of_workflow(tx.conn, workflow_id)
+    if len(ids) != 1:
+        return replace(
+            request, cron=request.cron or DEFAULT_CRON, time_zone=request.time_zone or "UTC"
+        )
+    spec = (await schedule_store.get(tx.conn, ids[0])).spec
+    return replace(
+        request,
+        cron=request.cron or spec.cron,
+        time_zone=request.time_zone or spec.time_zone,
+    )
+
+
 def _dates(request: NewBackfill) -> tuple[str, list[datetime]]:
     """The cron used (empty for a list) and the dates, or INVALID_ARGUMENT naming the field."""
     try:
@@ -89,7 +111,7 @@ def _dates(request: NewBackfill) -> tuple[str, list[datetime]]:
             field = "start_time" if request.start is None else "end_time"
             raise BackfillRequestError(field, "a range needs both ends (or give dates)")
         try:
-            cron = compile_cron(request.cron or DEFAULT_CRON)
+            cron = compile_cron(request.cron)
         except CronError as err:
             raise BackfillRequestError("cron", str(err)) from None
         zone = ZoneInfo(request.time_zone)

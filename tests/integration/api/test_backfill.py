@@ -12,6 +12,7 @@ import itertools
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import grpc
 import pytest
@@ -200,7 +201,9 @@ async def test_backfill_runs_queue_behind_a_manual_run(cluster: Cluster, gate: G
     ]
     later = [t for t in tasks if t.submit_time.ToDatetime() > u.submit_time.ToDatetime()]
     assert len(later) >= 14  # the dates not started when the manual run came
-    overtook = [t.id for t in later if t.start_time.ToDatetime() < u.start_time.ToDatetime()]
+    overtook = [
+        t.id for t in later if t.start_time.ToDatetime() < u.start_time.ToDatetime() - SPAWN_JITTER
+    ]
     assert overtook == []
 
 
@@ -320,3 +323,20 @@ async def test_scheduled_runs_are_not_starved_by_a_50_date_backfill(
         assert overtook == [], f"scheduled run {run.id} overtaken by backfill tasks {overtook}"
         late = u.start_time.ToDatetime() - run.schedule_time.ToDatetime()
         assert late < timedelta(seconds=5), f"scheduled run {run.id} started {late} late"
+
+
+async def test_a_range_without_a_cron_follows_the_workflows_schedule(cluster: Cluster) -> None:
+    await online_workflow(cluster, "p", "daily", [shell("t", "true")])
+    await cluster.stub.CreateSchedule(
+        spb.CreateScheduleRequest(
+            schedule=spb.Schedule(
+                project="p", workflow="daily", cron="0 6 * * *", time_zone="Europe/Berlin"
+            )
+        )
+    )
+    created = await backfill(cluster, "daily", 3, order=bpb.BACKFILL_ORDER_ASCENDING)
+    assert (created.cron, created.time_zone) == ("0 6 * * *", "Europe/Berlin")
+    berlin = ZoneInfo("Europe/Berlin")
+    # 2026-01-01 00:00 UTC .. 2026-01-03 00:00 UTC holds the 06:00 (05:00 UTC) of Jan 1 and 2
+    assert [d.ToDatetime(tzinfo=UTC).astimezone(berlin).hour for d in created.dates] == [6, 6]
+    once_each(await runs_of(cluster, (await finished(cluster, created.id)).id), created)
