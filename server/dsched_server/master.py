@@ -262,7 +262,11 @@ class Master:
         self.control_sweep = ControlSweep(self.services, self.runners)
         self.backfills = BackfillDriver(ctx, enabled=lambda: self._registered)
         self.services.on_backfill_run_ended = self.backfills.run_ended
-        self.scheduler = Scheduler(ctx, slot=self._slot, enabled=lambda: self._registered)
+        # Fires only while the registry session is sure (not SUSPENDED): the share of a master
+        # whose session may have expired is already another master's (ARCHITECTURE.md §4).
+        self.scheduler = Scheduler(
+            ctx, slot=self._slot, enabled=lambda: self._registered and self._connected.is_set()
+        )
         self.services.on_schedule_run_ended = self.scheduler.run_ended
         ctx.schedule_changed = self.scheduler.changed
         ctx.min_schedule_interval = timedelta(seconds=self.options.min_schedule_interval)
@@ -448,6 +452,8 @@ class Master:
             self._connected.set()
             self.dispatcher.resume()
             self.notifier.notify_commands()
+            if self.scheduler is not None:
+                self.scheduler.share_changed()  # may fire again; the share may have moved
         else:
             self._connected.clear()
             self.dispatcher.pause()
@@ -478,6 +484,8 @@ class Master:
                 await asyncio.sleep(delay)
                 continue
             self._registered = True
+            if self.scheduler is not None:
+                self.scheduler.share_changed()  # fires again, as the new epoch
             log.info("re-registered as %s with epoch %s (was %s)", self.address, epoch, old)
             await self._hand_over(old, "lost its registry session")
             self.notifier.notify_commands()

@@ -61,7 +61,7 @@ class Scheduler(Background):
         self._ended: set[int] = set()
         self._reload = True
         self._refreshed: datetime | None = None
-        self.fired = 0  # fire times fired here (tests, metrics)
+        self.fired = 0  # runs started by fire times here (tests, metrics)
 
     # ---------------------------------------------------------------------- wake-ups
 
@@ -85,30 +85,37 @@ class Scheduler(Background):
     async def _run(self) -> None:
         while True:
             try:
-                async with asyncio.timeout(self._sleep()):
+                async with asyncio.timeout(self.sleep_time()):
                     await self._wake.wait()
             except TimeoutError:
                 pass
             self._wake.clear()
-            if not self._enabled():
-                continue
             try:
-                await self._pass()
+                await self.pass_once()
             except Exception as exc:  # the database went away: the next pass tries again
                 log.warning("scheduler pass failed: %s", exc)
                 self._reload = True
                 await asyncio.sleep(1.0)  # not a hot loop while the store is down
 
-    def _sleep(self) -> float:
-        """Seconds until the earliest fire time or the next refresh, whichever is first."""
+    def sleep_time(self) -> float:
+        """Seconds until the earliest fire time or the next refresh, whichever is first. While
+        firing is not enabled, the refresh interval even if a fire time is overdue (the master
+        wakes the loop when it may fire again): the loop would otherwise spin at 0 s."""
         now = self.ctx.clock.now()
         until = self._refresh
         earliest = self.queue.earliest()
-        if earliest is not None:
+        if earliest is not None and self._enabled():
             until = min(until, (earliest - now).total_seconds())
         return max(until, 0.0)
 
-    async def _pass(self) -> None:
+    async def pass_once(self) -> int:
+        """One pass of the loop at the clock's now: reads what changed, fires what is due.
+        Returns the fire times that started a run. Fires nothing while not ``enabled()``: a
+        master not registered, or whose registry session is in doubt (its share may already be
+        another master's), must not fire (the fire row's key would keep a double fire to one run,
+        but a fenced master does not write at all)."""
+        if not self._enabled():
+            return 0
         now = self.ctx.clock.now()
         if self._reload:
             await self._load_share(now)
@@ -121,9 +128,12 @@ class Scheduler(Background):
             ended, self._ended = self._ended, set()
             for schedule_id in sorted(ended):
                 await transact(self.ctx, functools.partial(_start_queued, schedule_id=schedule_id))
+        started = 0
         due = self.queue.pop_due(self.ctx.clock.now())
         for i in range(0, len(due), self._batch):
-            await self._fire(due[i : i + self._batch])
+            started += await self._fire(due[i : i + self._batch])
+        self.fired += started
+        return started
 
     def _mine(self, schedule_id: int) -> bool:
         index, count = self._slot()
@@ -163,9 +173,10 @@ class Scheduler(Background):
             else:
                 self.queue.remove(record.id)
 
-    async def _fire(self, ids: list[int]) -> None:
+    async def _fire(self, ids: list[int]) -> int:
         """Fires ``ids`` in one transaction; if another master fired one of them first (the
-        unique key), each on its own, so the others still fire."""
+        unique key), each on its own, so the others still fire. Returns the runs started."""
+        fired: dict[int, tuple[int, datetime | None]]
         try:
             fired = await transact(self.ctx, functools.partial(_fire_all, ids=ids))
         except IntegrityError:
@@ -176,22 +187,25 @@ class Scheduler(Background):
                     fired.update(await transact(self.ctx, one))
                 except IntegrityError:
                     log.info("schedule %s: fired by another master", schedule_id)
-                    fired[schedule_id] = None  # read again below
-        stale = {s for s, upcoming in fired.items() if upcoming is None}
-        for schedule_id, upcoming in fired.items():
+                    fired[schedule_id] = (0, None)  # read again below
+        stale = {s for s, (_, upcoming) in fired.items() if upcoming is None}
+        for schedule_id, (_, upcoming) in fired.items():
             if upcoming is not None:
                 self.queue.set(schedule_id, upcoming)
         if stale:
             await self._read(stale)
+        return sum(started for started, _ in fired.values())
 
 
-async def _fire_all(tx: Transaction, ids: Sequence[int]) -> dict[int, datetime | None]:
-    out: dict[int, datetime | None] = {}
+async def _fire_all(tx: Transaction, ids: Sequence[int]) -> dict[int, tuple[int, datetime | None]]:
+    """Per schedule: the runs started and its next fire time (None: read it again)."""
+    out: dict[int, tuple[int, datetime | None]] = {}
     for schedule_id in ids:
         try:
-            out[schedule_id] = (await schedules.fire(tx, schedule_id)).next_fire
+            fired = await schedules.fire(tx, schedule_id)
+            out[schedule_id] = (len(fired.started), fired.next_fire)
         except NotFound:
-            out[schedule_id] = None
+            out[schedule_id] = (0, None)
     return out
 
 
