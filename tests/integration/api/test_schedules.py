@@ -18,9 +18,16 @@ from zoneinfo import ZoneInfo
 import grpc
 import pytest
 from google.protobuf import timestamp_pb2
+from sqlalchemy.exc import IntegrityError
 
+from dsched.options import RunTrigger
 from dsched.v1 import schedule_pb2 as spb
+from dsched_server.app import runs as app_runs
+from dsched_server.app.transaction import Transaction
+from dsched_server.core.records import RunOptions
+from dsched_server.store import definitions
 from dsched_server.store import schedules as schedule_store
+from dsched_server.store.instances import RunTime
 from tests.integration.api.conftest import (
     WAIT_S,
     Cluster,
@@ -210,3 +217,49 @@ async def test_hostile_schedules_are_refused(
     assert await snapshot(cluster) == before
     listed = await cluster.stub.ListSchedules(spb.ListSchedulesRequest())
     assert list(listed.schedules) == []
+
+
+async def test_every_database_refuses_hostile_schedules_and_fires_each_time_once(
+    db_url: str, tmp_path: Path
+) -> None:
+    """On SQLite, PostgreSQL and MariaDB: every hostile schedule refused with its field and
+    nothing stored; a schedule every 2 s fires each fire time once; and a second fire of a fire
+    time already fired (what a master whose share just moved would write) fails on the unique
+    key with the run written in its transaction rolled back with it."""
+    async with start_cluster(db_url, tmp_path) as c:
+        await online_workflow(c, "p", "tick", [shell("t", "true")])
+        before = await snapshot(c)
+        for _, bad, field in HOSTILE:
+            got = await failure(c.stub.CreateSchedule(spb.CreateScheduleRequest(schedule=bad)))
+            assert_invalid(got, field)
+        assert await snapshot(c) == before
+        assert list((await c.stub.ListSchedules(spb.ListSchedulesRequest())).schedules) == []
+
+        created = await create(c)
+        await online(c, created.id)
+        await until_runs(c, 3)
+        await online(c, created.id, on=False)
+        async with c.master.db.read() as conn:
+            fires = await schedule_store.fires(conn, created.id)
+        times = [aware(when) for when, _, _ in fires]
+        assert len(set(times)) == len(times) >= 3
+        runs = {r.id: r for r in await scheduled_runs(c)}
+        assert [runs[i].schedule_time.ToDatetime(tzinfo=UTC) for _, _, i in fires if i] == times
+
+        before = await snapshot(c)
+        with pytest.raises(IntegrityError):
+            async with c.master.db.transaction() as conn:
+                tx = Transaction(conn, datetime.now(UTC))
+                workflow = await definitions.get_workflow(conn, "p", "tick")
+                when = RunTime(
+                    schedule_time=times[0], trigger=RunTrigger.SCHEDULE, schedule_id=created.id
+                )
+                instance_id = await app_runs.create(tx, workflow, RunOptions(), when)
+                await schedule_store.add_fire(
+                    conn, created.id, times[0], schedule_store.FIRED, instance_id, tx.now
+                )
+        assert await snapshot(c) == before  # no second run of that fire time
+
+
+def aware(when: datetime) -> datetime:
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
