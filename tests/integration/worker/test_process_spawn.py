@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dsched_worker.orphans import ProcessRecords, recorded
+from dsched_worker.orphans import ProcessRecords, recorded, start_time
 from dsched_worker.process import ProcessGroup
 
 
@@ -121,3 +122,14 @@ async def test_a_spawn_cancelled_while_its_thread_works_leaves_no_process(tmp_pa
     assert records.forgotten == [pid]
     await _gone(pid)
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_start_time_is_psutils_create_time(tmp_path: Path) -> None:
+    """The reaper compares a recorded start time with psutil's: they must agree exactly."""
+    proc = subprocess.Popen(["sleep", "60"])
+    try:
+        assert start_time(proc.pid) == psutil.Process(proc.pid).create_time()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert start_time(proc.pid) is None
