@@ -43,7 +43,9 @@ class Fired:
 
 def check(spec: ScheduleSpec, now: datetime, min_interval: timedelta, field: str) -> Cron:
     """The compiled cron of a spec that can be honoured; INVALID_ARGUMENT naming the field
-    (``<field>.cron``, ``.end_time``) otherwise. The time zone is checked by the API."""
+    (``<field>.cron``, ``.end_time``) otherwise: a cron that does not parse, never fires within
+    5 years (from now or its start) or fires more often than ``min_interval``, an end before the
+    start, or a window with no fire time left in it. The time zone is checked by the API."""
     bad: list[FieldViolation] = []
     cron: Cron | None = None
     try:
@@ -59,6 +61,15 @@ def check(spec: ScheduleSpec, now: datetime, min_interval: timedelta, field: str
         upcoming = list(itertools.islice(cron.fire_times(start, zone), INTERVAL_SAMPLE))
         if not upcoming or upcoming[0] - start > HORIZON:
             bad.append(FieldViolation(f"{field}.cron", "never fires within 5 years"))
+        elif w.end is not None and upcoming[0] > w.end:
+            # An online schedule that can never fire again looks alive and does nothing.
+            bad.append(
+                FieldViolation(
+                    f"{field}.end_time",
+                    f"no fire time between {start:%Y-%m-%d %H:%M:%S} UTC and end_time "
+                    f"(the next is {upcoming[0]:%Y-%m-%d %H:%M:%S} UTC)",
+                )
+            )
         gaps = [b - a for a, b in itertools.pairwise(upcoming)]
         if gaps and min(gaps) < min_interval:
             bad.append(

@@ -200,6 +200,20 @@ HOSTILE = [
         ),
         "schedule.end_time",
     ),
+    (
+        "window already ended",
+        schedule(cron="0 2 * * *", end_time=stamp(datetime(2020, 1, 1, tzinfo=UTC))),
+        "schedule.end_time",
+    ),
+    (
+        "no fire time in the window",
+        schedule(
+            cron="0 * * * *",
+            start_time=stamp(datetime(2030, 1, 1, 0, 1, tzinfo=UTC)),
+            end_time=stamp(datetime(2030, 1, 1, 0, 59, tzinfo=UTC)),
+        ),
+        "schedule.end_time",
+    ),
     ("bad catch-up", schedule(cron="0 2 * * *", catch_up=9), "schedule.catch_up"),
     ("cap 10^6", schedule(cron="0 2 * * *", catch_up_cap=1_000_000), "schedule.catch_up_cap"),
     ("bad workflow name", schedule(workflow="a/b", cron="0 2 * * *"), "schedule.workflow"),
