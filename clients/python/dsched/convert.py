@@ -441,6 +441,7 @@ def instance_from_proto(msg: resources_pb2.WorkflowInstance) -> WorkflowInstance
         time_zone=msg.time_zone or "UTC",
         trigger=_member(RUN_TRIGGER, RunTrigger, msg.trigger, RunTrigger.MANUAL),
         backfill_id=msg.backfill_id or None,
+        schedule_id=msg.schedule_id or None,
     )
 
 

@@ -125,11 +125,13 @@ class WorkflowInstance:
     state_reason: str = ""
     var_pool: Mapping[str, str] = field(default_factory=dict)
     # What its time parameters and DEPENDENT windows count from, and in which zone (None: an
-    # instance stored before dsched kept one); what started it; the backfill it runs a date of.
+    # instance stored before dsched kept one); what started it; the backfill it runs a date of,
+    # or the schedule whose fire time it is.
     schedule_time: datetime | None = None
     time_zone: str = "UTC"
     trigger: RunTrigger = RunTrigger.MANUAL
     backfill_id: int | None = None
+    schedule_id: int | None = None
 
     @property
     def terminal(self) -> bool:

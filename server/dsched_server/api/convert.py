@@ -94,6 +94,7 @@ def instance(r: InstanceRecord) -> resources_pb2.WorkflowInstance:
         time_zone=r.time_zone,
         trigger=RUN_TRIGGER.number(r.trigger),
         backfill_id=r.backfill_id or 0,
+        schedule_id=r.schedule_id or 0,
     )
 
 

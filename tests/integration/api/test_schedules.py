@@ -83,6 +83,7 @@ async def test_a_schedule_fires_once_per_fire_time(cluster: Cluster) -> None:
     times = [r.schedule_time.ToDatetime(tzinfo=UTC) for r in await scheduled_runs(cluster)]
     assert Counter(times).most_common(1)[0][1] == 1  # one run per fire time
     assert all(t.second % 2 == 0 and t.microsecond == 0 for t in times)
+    assert {r.schedule_id for r in runs} == {created.id}  # each names the schedule that fired it
     lateness = [
         (r.submit_time.ToDatetime(tzinfo=UTC) - r.schedule_time.ToDatetime(tzinfo=UTC))
         for r in runs

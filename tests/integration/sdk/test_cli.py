@@ -145,12 +145,15 @@ def test_run_errors(submitted: Fake) -> None:
 def test_instances_show_and_logs(submitted: Fake) -> None:
     assert cli(submitted, "run", "etl", "--wait").returncode == 0
     table = cli(submitted, "instances", "--state", "succeeded", "--limit", "5").stdout.splitlines()
-    assert table[0].split() == ["ID", "WORKFLOW", "VERSION", "STATE", "START", "END", "DURATION"]
-    assert table[1].split()[:4] == ["1", "demo/etl", "1", "SUCCEEDED"]
+    assert table[0].split() == [
+        *("ID", "WORKFLOW", "VERSION", "STATE", "TRIGGER", "SCHEDULED", "START", "END", "DURATION")
+    ]
+    assert table[1].split()[:5] == ["1", "demo/etl", "1", "SUCCEEDED", "MANUAL"]
     assert cli(submitted, "instances", "--state", "failed").stdout.splitlines()[1:] == []
 
     shown = cli(submitted, "show", "1").stdout
     assert "state:     SUCCEEDED" in shown
+    assert "trigger:   MANUAL\n" in shown
     rows = [line.split() for line in shown.split("\n\n")[1].splitlines()]
     assert rows[0][:4] == ["ID", "TASK", "ATTEMPT", "STATE"]
     assert [r[1:4] for r in rows[1:]] == [["extract", "1", "SUCCEEDED"], ["load", "1", "SUCCEEDED"]]

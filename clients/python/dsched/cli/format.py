@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from dsched.results import TaskInstance, WorkflowInstance
 
@@ -85,13 +86,16 @@ def instance_rows(instances: Iterable[WorkflowInstance]) -> str:
             f"{i.project}/{i.workflow}",
             i.workflow_version,
             i.state,
+            i.trigger,
+            when(i.schedule_time),
             when(i.start_time),
             when(i.end_time),
             elapsed(i.duration),
         )
         for i in instances
     )
-    return table(("id", "workflow", "version", "state", "start", "end", "duration"), rows)
+    headers = ("id", "workflow", "version", "state", "trigger", "scheduled", "start", "end")
+    return table((*headers, "duration"), rows)
 
 
 def instance_header(instance: WorkflowInstance) -> str:
@@ -101,6 +105,8 @@ def instance_header(instance: WorkflowInstance) -> str:
         ("workflow", f"{instance.project}/{instance.workflow} v{instance.workflow_version}"),
         ("state", str(instance.state)),
         ("command", str(instance.command_type or ABSENT)),
+        ("trigger", trigger(instance)),
+        ("scheduled", zoned(instance.schedule_time, instance.time_zone)),
         ("submitted", when(instance.submit_time)),
         ("started", when(instance.start_time)),
         ("ended", when(instance.end_time)),
@@ -114,6 +120,28 @@ def instance_header(instance: WorkflowInstance) -> str:
     if instance.state_reason:
         fields.append(("reason", instance.state_reason))
     return "\n".join(f"{name + ':':<11}{value}" for name, value in fields)
+
+
+def trigger(instance: WorkflowInstance) -> str:
+    """What started the run, with the schedule or backfill it belongs to."""
+    if instance.schedule_id is not None:
+        return f"{instance.trigger} (schedule {instance.schedule_id})"
+    if instance.backfill_id is not None:
+        return f"{instance.trigger} (backfill {instance.backfill_id})"
+    return str(instance.trigger)
+
+
+def zoned(value: datetime | None, zone: str) -> str:
+    """A schedule time in the zone it is read in (its time parameters count from that wall
+    time, so the local time of the terminal would mislead), e.g. ``2026-03-29 02:00:00
+    Europe/Berlin``."""
+    if value is None:
+        return ABSENT
+    try:
+        tz: tzinfo = ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):  # a zone this client does not know
+        tz, zone = UTC, "UTC"
+    return f"{value.astimezone(tz).strftime('%Y-%m-%d %H:%M:%S')} {zone}"
 
 
 def task_rows(tasks: Iterable[TaskInstance]) -> str:

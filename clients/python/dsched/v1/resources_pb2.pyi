@@ -113,7 +113,7 @@ class WorkflowVersion(_message.Message):
     def __init__(self, version: _Optional[int] = ..., description: _Optional[str] = ..., task_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class WorkflowInstance(_message.Message):
-    __slots__ = ("id", "project", "workflow", "workflow_code", "workflow_version", "state", "command_type", "params", "start_tasks", "task_depend_type", "failure_strategy", "priority", "worker_group", "dry_run", "host", "run_times", "submit_time", "start_time", "end_time", "state_reason", "var_pool", "schedule_time", "time_zone", "trigger", "backfill_id")
+    __slots__ = ("id", "project", "workflow", "workflow_code", "workflow_version", "state", "command_type", "params", "start_tasks", "task_depend_type", "failure_strategy", "priority", "worker_group", "dry_run", "host", "run_times", "submit_time", "start_time", "end_time", "state_reason", "var_pool", "schedule_time", "time_zone", "trigger", "backfill_id", "schedule_id")
     class ParamsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -153,6 +153,7 @@ class WorkflowInstance(_message.Message):
     TIME_ZONE_FIELD_NUMBER: _ClassVar[int]
     TRIGGER_FIELD_NUMBER: _ClassVar[int]
     BACKFILL_ID_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_ID_FIELD_NUMBER: _ClassVar[int]
     id: int
     project: str
     workflow: str
@@ -178,7 +179,8 @@ class WorkflowInstance(_message.Message):
     time_zone: str
     trigger: _enums_pb2.RunTrigger
     backfill_id: int
-    def __init__(self, id: _Optional[int] = ..., project: _Optional[str] = ..., workflow: _Optional[str] = ..., workflow_code: _Optional[int] = ..., workflow_version: _Optional[int] = ..., state: _Optional[_Union[_enums_pb2.WorkflowInstanceState, str]] = ..., command_type: _Optional[_Union[_enums_pb2.CommandType, str]] = ..., params: _Optional[_Mapping[str, str]] = ..., start_tasks: _Optional[_Iterable[str]] = ..., task_depend_type: _Optional[_Union[_enums_pb2.TaskDependType, str]] = ..., failure_strategy: _Optional[_Union[_enums_pb2.FailureStrategy, str]] = ..., priority: _Optional[_Union[_enums_pb2.Priority, str]] = ..., worker_group: _Optional[str] = ..., dry_run: _Optional[bool] = ..., host: _Optional[str] = ..., run_times: _Optional[int] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., state_reason: _Optional[str] = ..., var_pool: _Optional[_Mapping[str, str]] = ..., schedule_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., time_zone: _Optional[str] = ..., trigger: _Optional[_Union[_enums_pb2.RunTrigger, str]] = ..., backfill_id: _Optional[int] = ...) -> None: ...
+    schedule_id: int
+    def __init__(self, id: _Optional[int] = ..., project: _Optional[str] = ..., workflow: _Optional[str] = ..., workflow_code: _Optional[int] = ..., workflow_version: _Optional[int] = ..., state: _Optional[_Union[_enums_pb2.WorkflowInstanceState, str]] = ..., command_type: _Optional[_Union[_enums_pb2.CommandType, str]] = ..., params: _Optional[_Mapping[str, str]] = ..., start_tasks: _Optional[_Iterable[str]] = ..., task_depend_type: _Optional[_Union[_enums_pb2.TaskDependType, str]] = ..., failure_strategy: _Optional[_Union[_enums_pb2.FailureStrategy, str]] = ..., priority: _Optional[_Union[_enums_pb2.Priority, str]] = ..., worker_group: _Optional[str] = ..., dry_run: _Optional[bool] = ..., host: _Optional[str] = ..., run_times: _Optional[int] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., state_reason: _Optional[str] = ..., var_pool: _Optional[_Mapping[str, str]] = ..., schedule_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., time_zone: _Optional[str] = ..., trigger: _Optional[_Union[_enums_pb2.RunTrigger, str]] = ..., backfill_id: _Optional[int] = ..., schedule_id: _Optional[int] = ...) -> None: ...
 
 class TaskInstance(_message.Message):
     __slots__ = ("id", "workflow_instance_id", "task_name", "attempt", "retry_times", "state", "valid", "host", "pid", "log_path", "exit_code", "submit_time", "start_time", "end_time", "out_params", "priority", "worker_group", "state_reason")
