@@ -11,10 +11,12 @@ warms it up with a short chain, then samples the server process and its subproce
 
 Task processes (``bash``) are not Python and are not sampled; idle threads are not counted.
 
-With ``--singles N`` it profiles N one-task runs started one after another instead.
+With ``--singles N`` it profiles N one-task runs started one after another instead; with
+``--backfill N`` a backfill of N daily dates of a 5-task chain, PARALLEL 8
+(``tests/bench/backfill_bench.py``).
 
-Usage: ``python -m tests.bench.profile [--fanout N | --singles N] [--slots N] [--out PREFIX]
-[--rate HZ]``
+Usage: ``python -m tests.bench.profile [--fanout N | --singles N | --backfill N] [--slots N]
+[--out PREFIX] [--rate HZ]``
 from the repository root.
 """
 
@@ -30,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from dsched import Client
+from tests.bench import backfill_bench
 from tests.bench.common import default_slots, run_chain, run_fanout, run_singles
 from tests.bench.standalone_bench import standalone
 
@@ -158,6 +161,9 @@ def main() -> int:
     parser.add_argument(
         "--singles", type=int, default=0, help="profile N one-task runs instead of the fan-out"
     )
+    parser.add_argument(
+        "--backfill", type=int, default=0, help="profile a backfill of N dates instead"
+    )
     parser.add_argument("--slots", type=int, default=default_slots())
     parser.add_argument("--out", default="profile", help="output prefix (.svg, .txt)")
     parser.add_argument("--rate", type=int, default=200, help="samples per second")
@@ -174,7 +180,10 @@ def main() -> int:
         run_chain(client, 20)  # warm-up, not profiled
         spies = [record(pid, svg, "flamegraph", args.rate), record(pid, raw, "raw", args.rate)]
         try:
-            if args.singles:
+            if args.backfill:
+                took = backfill_bench.run_backfill(client, args.backfill, backfill_bench.PARALLEL)
+                what = f"backfill of {args.backfill} dates: {took:.1f} s"
+            elif args.singles:
                 singles = run_singles(client, args.singles, pids)
                 what = f"{args.singles} one-task runs: {singles.runs_per_second:.0f} runs/s"
             else:

@@ -18,6 +18,10 @@ The targets (``tests/bench/common.py``) are those of issue 9:
   tree (the server, its children, the task processes it reaped) used per run.
 * RSS of the standalone server (master + worker, the worker process's included when it has
   one; task processes and the reaper excluded) sampled during the fan-out (target: <= 300 MB).
+* backfill (issue 10, ``tests/bench/backfill_bench.py``): 365 daily dates of a 5-task chain of
+  ``true``, PARALLEL 8, from CreateBackfill to SUCCEEDED (target: <= 15 s), next to the same
+  1,825 tasks as one run's fan-out, and their ratio. The standalone only (the cluster's column
+  leaves these rows empty).
 
 The data directory is a fresh temporary directory under ``--data-parent`` (default: the system's
 temporary directory); its file system type is printed, because tmpfs flatters the figures.
@@ -45,6 +49,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from dsched import Client
+from tests.bench import backfill_bench
 from tests.bench.common import (
     MB,
     NEVER_BUSY,
@@ -130,6 +135,7 @@ def measure(args: argparse.Namespace) -> list[Row]:
         singles = run_singles(c, args.singles, pids)
         floor = spawn_floor(args.fanout, args.slots)
         fanout = run_fanout(c, args.fanout, pids)
+        backfill = backfill_bench.measure(c)
     return [
         *chain_rows(gaps),
         *fanout_rows(floor, args.slots, fanout),
@@ -140,6 +146,7 @@ def measure(args: argparse.Namespace) -> list[Row]:
             "<= 300",
             fanout.peak_rss <= 300 * MB,
         ),
+        *backfill_bench.rows(backfill),
     ]
 
 

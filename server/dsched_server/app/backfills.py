@@ -30,6 +30,7 @@ from dsched_server.core.backfill import (
     BackfillState,
     DateRun,
     DateState,
+    OnFailure,
     Options,
 )
 from dsched_server.core.cron import CronError, compile_cron
@@ -140,20 +141,32 @@ def with_progress(record: BackfillRecord) -> BackfillRecord:
 async def advance(tx: Transaction, backfill_id: int) -> list[int]:
     """One step of the backfill (see the module docstring); returns the runs it started."""
     await store.lock(tx.conn, backfill_id)
-    record = await store.get(tx.conn, backfill_id)
+    record = await store.get(tx.conn, backfill_id, with_dates=False)
     if record.state in core.FINISHED_BACKFILL_STATES:
         return []
-    dates = {d.position: d for d in record.dates}
+    # Only the dates that can change are read (the running ones and the next to start), and the
+    # counts on the backfill's row are kept up to date from the changes: reading every date on
+    # every advance made a backfill quadratic in its length (365 dates: 365 x 365 rows read).
+    options = record.options
+    dates = {
+        d.position: d
+        for d in await store.open_dates(tx.conn, backfill_id, pending=options.parallelism)
+    }
+    before = dict(dates)
     changed: dict[int, DateRun] = {}
     failed = False
-    for d in await _settled(tx, record.dates):
+    for d in await _settled(tx, list(dates.values())):
         changed[d.position] = dates[d.position] = d
         failed = failed or d.state is DateState.FAILED
-    if failed:
-        for d in core.after_failure(list(dates.values()), record.options):
+    if failed and options.on_failure is OnFailure.STOP:  # every pending date is skipped
+        pending = await store.open_dates(tx.conn, backfill_id, pending=None)
+        for d in pending:
+            before.setdefault(d.position, d)
+            dates.setdefault(d.position, d)
+        for d in core.after_failure(list(dates.values()), options):
             changed[d.position] = dates[d.position] = replace(d, state=DateState.SKIPPED)
     started: list[int] = []
-    starts = core.to_start(record.state, list(dates.values()), record.options)
+    starts = core.to_start(record.state, list(dates.values()), options)
     if starts:
         workflow = await runs.online_workflow(tx, record.project, record.workflow)
         for d in starts:
@@ -168,9 +181,12 @@ async def advance(tx: Transaction, backfill_id: int) -> list[int]:
             running = replace(d, state=DateState.RUNNING, instance_id=instance_id, started=tx.now)
             changed[d.position] = dates[d.position] = running
     await store.set_dates(tx.conn, backfill_id, list(changed.values()))
+    assert record.progress is not None  # the row's counts
+    counts = core.progress_counts(record.progress)
     if changed:
-        await store.set_counts(tx.conn, backfill_id, list(dates.values()))
-    state = core.settled_state(record.state, list(dates.values()))
+        counts = core.recount(counts, [before[p] for p in changed], changed.values())
+        await store.set_counts(tx.conn, backfill_id, counts)
+    state = core.settled_by_counts(record.state, counts)
     if state is not record.state:
         await store.set_state(tx.conn, backfill_id, state, tx.now)
     return started
@@ -213,7 +229,9 @@ async def cancel(tx: Transaction, backfill_id: int) -> tuple[BackfillRecord, lis
         d.position: replace(d, state=DateState.SKIPPED) for d in core.on_cancel(record.dates)
     }
     await store.set_dates(tx.conn, backfill_id, list(skipped.values()))
-    await store.set_counts(tx.conn, backfill_id, [skipped.get(d.position, d) for d in record.dates])
+    await store.set_counts(
+        tx.conn, backfill_id, core.count(skipped.get(d.position, d) for d in record.dates)
+    )
     await store.set_state(tx.conn, backfill_id, BackfillState.CANCELLED, tx.now)
     running = [
         d.instance_id

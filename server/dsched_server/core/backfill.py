@@ -198,13 +198,52 @@ def settled_state(state: BackfillState, dates: Sequence[DateRun]) -> BackfillSta
     """The backfill's state once nothing runs and nothing can start: SUCCEEDED if every date
     succeeded, FAILED if one failed or was skipped for a failure, unchanged while work remains
     (a paused backfill with pending dates stays PAUSED; a cancelled one stays CANCELLED)."""
+    return settled_by_counts(state, count(dates))
+
+
+def settled_by_counts(state: BackfillState, counts: Mapping[DateState, int]) -> BackfillState:
+    """:func:`settled_state` from the number of dates in each state (what the backfill's row
+    keeps), so that advancing a backfill needs only the dates that can change."""
     if state in FINISHED_BACKFILL_STATES:
         return state
-    if any(d.state not in FINISHED_DATE_STATES for d in dates):
+    if any(counts.get(s, 0) for s in DateState if s not in FINISHED_DATE_STATES):
         return state
-    if all(d.state is DateState.SUCCEEDED for d in dates):
+    if all(counts.get(s, 0) == 0 for s in DateState if s is not DateState.SUCCEEDED):
         return BackfillState.SUCCEEDED
     return BackfillState.FAILED
+
+
+def count(dates: Iterable[DateRun]) -> dict[DateState, int]:
+    """The number of dates in each state (every state present, 0 or more)."""
+    out = dict.fromkeys(DateState, 0)
+    for d in dates:
+        out[d.state] += 1
+    return out
+
+
+def recount(
+    counts: Mapping[DateState, int], before: Iterable[DateRun], after: Iterable[DateRun]
+) -> dict[DateState, int]:
+    """``counts`` once the dates ``before`` have become ``after`` (the same dates, changed)."""
+    out = {s: counts.get(s, 0) for s in DateState}
+    for d in before:
+        out[d.state] -= 1
+    for d in after:
+        out[d.state] += 1
+    if any(n < 0 for n in out.values()):
+        raise ValueError(f"counts {dict(counts)} do not hold the dates changed")
+    return out
+
+
+def progress_counts(p: Progress) -> dict[DateState, int]:
+    """The counts a stored :class:`Progress` holds."""
+    return {
+        DateState.SUCCEEDED: p.done,
+        DateState.RUNNING: p.running,
+        DateState.FAILED: p.failed,
+        DateState.PENDING: p.pending,
+        DateState.SKIPPED: p.skipped,
+    }
 
 
 BACKFILL_TRANSITIONS: Mapping[BackfillState, frozenset[BackfillState]] = {
@@ -248,9 +287,7 @@ def progress(
     ``parallelism`` still needed for the pending and running dates (running ones counted as
     half done). An estimate, said to be one in the CLI; ``durations`` are the finished dates'
     run times."""
-    counts = {state: 0 for state in DateState}
-    for d in dates:
-        counts[d.state] += 1
+    counts = count(dates)
     eta: timedelta | None = None
     if durations:
         mean = sum(durations, timedelta()) / len(durations)

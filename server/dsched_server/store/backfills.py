@@ -7,8 +7,7 @@ the other started, nor more runs than its parallelism allows. (backfill, schedul
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +15,7 @@ from sqlalchemy import (
     BindParameter,
     ColumnElement,
     Row,
+    Select,
     bindparam,
     insert,
     select,
@@ -279,18 +279,17 @@ async def set_dates(conn: Conn, backfill_id: int, dates: Sequence[DateRun]) -> N
     )
 
 
-async def set_counts(conn: Conn, backfill_id: int, dates: Sequence[DateRun]) -> None:
-    """Stores the counts of ``dates`` (all of the backfill's) by state on its row."""
-    n = Counter(d.state for d in dates)
+async def set_counts(conn: Conn, backfill_id: int, n: Mapping[DateState, int]) -> None:
+    """Stores the number of the backfill's dates in each state on its row."""
     await conn.execute(
         update(B)
         .where(B.c.id == backfill_id)
         .values(
-            succeeded=n[DateState.SUCCEEDED],
-            running=n[DateState.RUNNING],
-            failed=n[DateState.FAILED],
-            pending=n[DateState.PENDING],
-            skipped=n[DateState.SKIPPED],
+            succeeded=n.get(DateState.SUCCEEDED, 0),
+            running=n.get(DateState.RUNNING, 0),
+            failed=n.get(DateState.FAILED, 0),
+            pending=n.get(DateState.PENDING, 0),
+            skipped=n.get(DateState.SKIPPED, 0),
         )
     )
 
@@ -302,8 +301,30 @@ async def set_state(conn: Conn, backfill_id: int, state: BackfillState, now: dat
     await conn.execute(update(B).where(B.c.id == backfill_id).values(**values))
 
 
+async def open_dates(conn: Conn, backfill_id: int, *, pending: int | None) -> list[DateRun]:
+    """The dates of the backfill that an advance may change, in run order: the running ones and
+    the first ``pending`` pending ones (all of them if None). Each is a walk of the (backfill,
+    state, position) index, so an advance costs the same on the first date as on the 1,000th."""
+    running = select(BD).where(
+        BD.c.backfill_id == backfill_id, BD.c.state == DateState.RUNNING.name
+    )
+    waiting = (
+        select(BD)
+        .where(BD.c.backfill_id == backfill_id, BD.c.state == DateState.PENDING.name)
+        .order_by(BD.c.position)
+    )
+    if pending is not None:
+        waiting = waiting.limit(pending)
+    dates = [*await _date_runs(conn, running), *await _date_runs(conn, waiting)]
+    return sorted(dates, key=lambda d: d.position)
+
+
 async def _dates(conn: Conn, backfill_id: int) -> list[DateRun]:
     query = select(BD).where(BD.c.backfill_id == backfill_id).order_by(BD.c.position)
+    return await _date_runs(conn, query)
+
+
+async def _date_runs(conn: Conn, query: Select[Any]) -> list[DateRun]:
     return [
         DateRun(
             position=r.position,

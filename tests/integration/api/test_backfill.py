@@ -147,6 +147,19 @@ async def test_a_failed_date_does_not_stop_the_others_and_failed_only_reruns_it(
     assert [d.ToDatetime(tzinfo=UTC) for d in missing.dates] == [D0 + 3 * DAY]
 
 
+async def test_stop_at_a_failure_skips_the_pending_dates(cluster: Cluster) -> None:
+    """With on_failure STOP, the dates not yet started when one fails are SKIPPED (an advance
+    then reads every pending date, not only the next to start) and the counts say so."""
+    task = shell("t", '[ "$DT" != 20260102 ]', params={"DT": "$[yyyyMMdd]"})
+    await online_workflow(cluster, "p", "daily", [task])
+    created = await backfill(cluster, "daily", 8, on_failure=bpb.BACKFILL_FAILURE_STOP)
+    got = await finished(cluster, created.id)
+    assert got.state == bpb.BACKFILL_STATE_FAILED
+    p = got.progress
+    assert (p.succeeded, p.failed, p.skipped, p.running, p.pending) == (1, 1, 6, 0, 0)
+    assert len(await runs_of(cluster, created.id)) == 2  # serial: the skipped never ran
+
+
 async def test_pause_resume_and_cancel(cluster: Cluster, gate: Gate) -> None:
     await online_workflow(cluster, "p", "daily", [shell("t", gate.wait)])
     created = await backfill(cluster, "daily", 5, parallelism=2)

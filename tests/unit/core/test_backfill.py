@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import ClassVar
 
@@ -22,11 +23,15 @@ from dsched_server.core.backfill import (
     Reprocess,
     after_failure,
     backfill_transition_allowed,
+    count,
     expand_range,
     explicit_dates,
     on_cancel,
     progress,
+    progress_counts,
+    recount,
     select_dates,
+    settled_by_counts,
     settled_state,
     to_start,
 )
@@ -225,6 +230,33 @@ class TestSettledState:
 
     def test_a_paused_backfill_whose_last_run_ended_settles(self) -> None:
         assert settled_state(BackfillState.PAUSED, runs(S, S)) is BackfillState.SUCCEEDED
+
+
+class TestCounts:
+    """An advance reads only the dates that can change and keeps the counts on the backfill's row
+    from the changes; the state it settles from them must be the one all the dates would give."""
+
+    def test_settled_by_counts_agrees_with_the_dates(self) -> None:
+        cases = [(S, R), (S, P), (S, S), (S, F), (F, K), (S, K), (S,), (P,)]
+        for states in cases:
+            for state in BackfillState:
+                dates = runs(*states)
+                assert settled_by_counts(state, count(dates)) is settled_state(state, dates)
+
+    def test_recount_follows_the_changes(self) -> None:
+        dates = runs(S, R, R, P, P)
+        after = [replace(dates[1], state=S), replace(dates[2], state=F), replace(dates[3], state=R)]
+        counts = recount(count(dates), [dates[1], dates[2], dates[3]], after)
+        assert counts == count([dates[0], *after, dates[4]])
+        assert counts == {P: 1, R: 1, S: 2, F: 1, K: 0}
+
+    def test_recount_refuses_changes_the_counts_do_not_hold(self) -> None:
+        with pytest.raises(ValueError, match="do not hold"):
+            recount(count(runs(S)), runs(R), [replace(runs(R)[0], state=S)])
+
+    def test_progress_counts_round_trip(self) -> None:
+        dates = runs(S, R, F, P, K, P)
+        assert progress_counts(progress(dates, [], Options())) == count(dates)
 
 
 class TestTransitions:
