@@ -101,8 +101,17 @@ async def update(
     await store.lock(tx.conn, schedule_id)
     current = await store.get(tx.conn, schedule_id)
     upcoming = _next(cron, spec, tx.now) if current.online else None
-    await store.update_spec(tx.conn, schedule_id, spec, upcoming, tx.now)
+    # New fire times count from now, as when going online: the old spec's last fire time would
+    # make the new cron's times since then look missed, and catch-up would fire them at once.
+    retimed = _timing(current.spec) != _timing(spec)
+    counts_from = tx.now if current.online and retimed else None
+    await store.update_spec(tx.conn, schedule_id, spec, upcoming, tx.now, counts_from)
     return await store.get(tx.conn, schedule_id)
+
+
+def _timing(spec: ScheduleSpec) -> tuple[object, ...]:
+    """What decides a schedule's fire times (not what its runs do)."""
+    return (" ".join(spec.cron.split()), spec.time_zone, spec.window)
 
 
 async def set_online(tx: Transaction, schedule_id: int, online: bool) -> ScheduleRecord:

@@ -70,9 +70,18 @@ async def create(conn: Conn, workflow: WorkflowRecord, spec: ScheduleSpec, now: 
 
 
 async def update_spec(
-    conn: Conn, schedule_id: int, spec: ScheduleSpec, next_fire: datetime | None, now: datetime
+    conn: Conn,
+    schedule_id: int,
+    spec: ScheduleSpec,
+    next_fire: datetime | None,
+    now: datetime,
+    counts_from: datetime | None = None,
 ) -> None:
-    await _update(conn, schedule_id, **_values(spec), next_fire_time=next_fire, update_time=now)
+    """``counts_from``: fire times before it are not missed ones (the last fire time is set)."""
+    values: dict[str, Any] = {**_values(spec), "next_fire_time": next_fire, "update_time": now}
+    if counts_from is not None:
+        values["last_fire_time"] = counts_from
+    await _update(conn, schedule_id, **values)
 
 
 async def set_online(

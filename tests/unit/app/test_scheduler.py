@@ -227,3 +227,30 @@ async def test_dst_nights(ctx: AppContext, clock: Clock, case: str) -> None:
     assert got == [(when, "FIRED") for when in expected]
     local = [when.astimezone(ZoneInfo(zone)).strftime("%m-%d %H:%M") for when in expected]
     assert len(set(local)) == len(local)
+
+
+async def test_a_changed_cron_counts_from_the_change_and_fires_nothing_retroactively(
+    ctx: AppContext, clock: Clock
+) -> None:
+    clock.at = utc(2026, 1, 5, 1)
+    schedule_id = await online_schedule(ctx, ScheduleSpec(cron="0 2 * * *"))
+    s = scheduler(ctx, enabled=lambda: True)
+    await s.pass_once()
+    clock.at = utc(2026, 1, 5, 2)
+    assert await s.pass_once() == 1
+
+    # At 10:00 the cron becomes 08:00: today's 08:00 was never a fire time of this schedule, so
+    # it is not a missed one to catch up (catch-up LATEST would have fired it at once).
+    clock.at = utc(2026, 1, 5, 10)
+    spec = ScheduleSpec(cron="0 8 * * *", catch_up=CatchUp.LATEST)
+    await transact(ctx, lambda tx: schedules.update(tx, schedule_id, spec, timedelta(seconds=1)))
+    s.changed(schedule_id)
+    assert await s.pass_once() == 0
+    assert s.queue.earliest() == utc(2026, 1, 6, 8)
+
+    clock.at = utc(2026, 1, 6, 8)
+    assert await s.pass_once() == 1
+    assert await fired(ctx, schedule_id) == [
+        (utc(2026, 1, 5, 2), "FIRED"),
+        (utc(2026, 1, 6, 8), "FIRED"),
+    ]
