@@ -36,6 +36,10 @@ from dsched_server.store import schedules as store
 log = logging.getLogger(__name__)
 
 REFRESH_S = 5.0
+# How far back the refresh looks before its last one. A change's update time is the clock of the
+# master that took it, compared here with this master's: besides commit order, the look-back
+# covers that much skew between masters' clocks (re-reading a change is harmless).
+LOOK_BACK = timedelta(seconds=30)
 BATCH = 200
 
 
@@ -150,7 +154,7 @@ class Scheduler(Background):
         self._refreshed = now
 
     async def _read_changes(self, now: datetime) -> None:
-        since = (self._refreshed or now) - timedelta(seconds=1)  # commit order is not time order
+        since = (self._refreshed or now) - LOOK_BACK
         async with self.ctx.db.read() as conn:
             changed = await store.changed_since(conn, since)
         self._refreshed = now

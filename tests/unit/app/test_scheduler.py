@@ -254,3 +254,23 @@ async def test_a_changed_cron_counts_from_the_change_and_fires_nothing_retroacti
         (utc(2026, 1, 5, 2), "FIRED"),
         (utc(2026, 1, 6, 8), "FIRED"),
     ]
+
+
+async def test_a_change_through_a_master_whose_clock_is_behind_is_seen_by_the_refresh(
+    ctx: AppContext, clock: Clock
+) -> None:
+    clock.at = utc(2026, 1, 5, 10)
+    schedule_id = await online_schedule(ctx, ScheduleSpec(cron="0 * * * *"))
+    owner = Scheduler(ctx, slot=lambda: (0, 1), enabled=lambda: True, refresh=5.0)
+    await owner.pass_once()
+    assert owner.queue.earliest() == utc(2026, 1, 5, 11)
+
+    # Another master, its clock 20 s behind, takes a client's change at 10:00:10 (its 09:59:50).
+    behind = Clock(utc(2026, 1, 5, 9, 59, 50))
+    other = dataclasses.replace(ctx, clock=behind)
+    spec = ScheduleSpec(cron="30 * * * *")
+    await transact(other, lambda tx: schedules.update(tx, schedule_id, spec, timedelta(seconds=1)))
+
+    clock.at = utc(2026, 1, 5, 10, 0, 20)  # the owner's next refresh reads it
+    assert await owner.pass_once() == 0
+    assert owner.queue.earliest() == utc(2026, 1, 5, 10, 30)
