@@ -20,6 +20,7 @@ from dsched_server.app import runs
 from dsched_server.app.transaction import Transaction
 from dsched_server.core.cron import Cron, CronError, compile_cron
 from dsched_server.core.schedule import (
+    Overlap,
     OverlapAction,
     ScheduleRecord,
     ScheduleSpec,
@@ -170,6 +171,11 @@ async def fire(tx: Transaction, schedule_id: int) -> Fired:
         catch_up=spec.catch_up,
         cap=spec.catch_up_cap,
     )
+    if found.fire and spec.overlap is Overlap.QUEUE:
+        # Serialises with start_queued, which locks the row too: a run that ends between this
+        # reading it as going on and this commit would otherwise look for queued fire times
+        # before this one is visible, and leave it queued for good.
+        await store.lock(tx.conn, schedule_id)
     started: list[int] = []
     workflow = await definitions.get_workflow(tx.conn, record.project, record.workflow)
     for when in found.fire:
