@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections import Counter
+from collections.abc import Awaitable
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -278,3 +279,35 @@ async def test_every_database_refuses_hostile_schedules_and_fires_each_time_once
 
 def aware(when: datetime) -> datetime:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+async def test_delete_stops_firing_is_idempotent_and_then_not_found(cluster: Cluster) -> None:
+    await online_workflow(cluster, "p", "tick", [shell("t", "true")])
+    created = await create(cluster)
+    await online(cluster, created.id)
+    await until_runs(cluster, 1)
+
+    delete = spb.DeleteScheduleRequest(id=created.id, request_id="delete-1")
+    await cluster.stub.DeleteSchedule(delete)
+    await cluster.stub.DeleteSchedule(delete)  # a retry of the same request: the same answer
+    fired = len(await scheduled_runs(cluster))
+    calls: list[Awaitable[Any]] = [
+        cluster.stub.GetSchedule(spb.GetScheduleRequest(id=created.id)),
+        cluster.stub.DeleteSchedule(spb.DeleteScheduleRequest(id=created.id)),
+        cluster.stub.SetScheduleState(spb.SetScheduleStateRequest(id=created.id, online=True)),
+        cluster.stub.UpdateSchedule(
+            spb.UpdateScheduleRequest(schedule=schedule(cron="0 2 * * *", id=created.id))
+        ),
+        cluster.stub.PreviewSchedule(spb.PreviewScheduleRequest(id=created.id)),
+    ]
+    for call in calls:
+        got = await failure(call)
+        assert_status(got, grpc.StatusCode.NOT_FOUND, "NOT_FOUND")
+        assert got.metadata["schedule"] == str(created.id)
+
+    await asyncio.sleep(2.5)  # more than one fire interval: nothing may fire
+    runs = await scheduled_runs(cluster)
+    assert len(runs) <= fired + 1  # one may have been under way at the delete
+    assert {r.schedule_id for r in runs} == {created.id}  # the runs keep naming it
+    async with cluster.master.db.read() as conn:
+        assert await schedule_store.fires(conn, created.id) == []
