@@ -77,13 +77,12 @@ class Dispatcher:
         self._running.set()
 
     def submit(self, job: DispatchJob) -> None:
-        parked = self._parked.get(job.worker_group)
-        if parked:
+        if self._parked.get(job.worker_group):
             # Every worker of its group was busy a moment ago: it waits with the jobs parked
             # there and goes in rank order with them when a worker frees up. Sent now, a job that
             # arrived later could take the slot a better-ranked parked one waits for (a backfill
             # run's task ahead of a scheduled run's).
-            parked.append(job)
+            self._park(job)
             return
         heapq.heappush(self._heap, job)
         self._wake.set()
@@ -124,17 +123,7 @@ class Dispatcher:
                 continue
             worker = self._target(job)
             if worker is None:
-                self._parked[job.worker_group].append(job)
-                job.waiting_reason = self._workers.why_unavailable(job.worker_group)
-                if job.waiting_reason != job.told_reason and (
-                    job.told_reason or not self._workers.has_group(job.worker_group)
-                ):
-                    # The runner records it as the task's state reason with a WAITING event, once
-                    # per attempt and reason: none registered, all left, or (after one of those)
-                    # all BUSY. Only BUSY from the start is ordinary queueing (every slot taken),
-                    # not worth a write per task; a dispatch timeout still names it.
-                    job.told_reason = job.waiting_reason
-                    job.on_dispatched(Waiting(job.spec.task_instance_id, job.waiting_reason))
+                self._park(job)
                 continue
             size = job_bytes(job)
             if worker.address in batches and sizes[worker.address] + size > MAX_BATCH_BYTES:
@@ -144,6 +133,20 @@ class Dispatcher:
             sizes[worker.address] = sizes.get(worker.address, 0) + size
             taken += 1
         return [*full, *batches.values()]
+
+    def _park(self, job: DispatchJob) -> None:
+        """Holds ``job`` until a worker of its group frees up, saying why it waits."""
+        self._parked[job.worker_group].append(job)
+        job.waiting_reason = self._workers.why_unavailable(job.worker_group)
+        if job.waiting_reason != job.told_reason and (
+            job.told_reason or not self._workers.has_group(job.worker_group)
+        ):
+            # The runner records it as the task's state reason with a WAITING event, once per
+            # attempt and reason: none registered, all left, or (after one of those) all BUSY.
+            # Only BUSY from the start is ordinary queueing (every slot taken), not worth a write
+            # per task; a dispatch timeout still names it.
+            job.told_reason = job.waiting_reason
+            job.on_dispatched(Waiting(job.spec.task_instance_id, job.waiting_reason))
 
     def _target(self, job: DispatchJob) -> WorkerRef | None:
         """The pinned worker while it is registered (busy or not: it has the attempt already),
