@@ -21,12 +21,13 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from dsched import Client, Shell, Workflow
 from dsched.options import BackfillState
-from tests.bench.common import Row, default_slots, report, settle
+from tests.bench.common import Row, default_slots, report, settle, tree_cpu
 
 DATES = 365
 WIDTH = 5
@@ -42,10 +43,13 @@ POLL_S = 0.5
 @dataclass(frozen=True, slots=True)
 class BackfillRun:
     """Wall seconds of the backfill (CreateBackfill to SUCCEEDED) and of the same tasks as one
-    fan-out (StartWorkflow to SUCCEEDED)."""
+    fan-out (StartWorkflow to SUCCEEDED), and the CPU seconds the server's process tree (tasks
+    included) used for each: steadier than wall time on a shared machine."""
 
     backfill_s: float
     fanout_s: float
+    backfill_cpu_s: float
+    fanout_cpu_s: float
 
     @property
     def ratio(self) -> float:
@@ -87,10 +91,16 @@ def run_flat(client: Client, tasks: int) -> float:
     return took
 
 
-def measure(client: Client, dates: int = DATES, parallel: int = PARALLEL) -> BackfillRun:
-    """The backfill, then the same tasks as one fan-out, on the server ``client`` talks to."""
+def measure(
+    client: Client, pids: Sequence[int], dates: int = DATES, parallel: int = PARALLEL
+) -> BackfillRun:
+    """The backfill, then the same tasks as one fan-out, on the server ``client`` talks to, whose
+    processes are ``pids``."""
+    cpu = tree_cpu(pids)
     backfill_s = run_backfill(client, dates, parallel)
-    return BackfillRun(backfill_s, run_flat(client, dates * WIDTH))
+    backfill_cpu = tree_cpu(pids) - cpu
+    fanout_s = run_flat(client, dates * WIDTH)
+    return BackfillRun(backfill_s, fanout_s, backfill_cpu, tree_cpu(pids) - cpu - backfill_cpu)
 
 
 def rows(run: BackfillRun, dates: int = DATES) -> list[Row]:
@@ -105,6 +115,12 @@ def rows(run: BackfillRun, dates: int = DATES) -> list[Row]:
         ),
         (f"same {tasks} tasks as one fan-out (s)", f"{run.fanout_s:.1f}", "-", True),
         ("backfill / fan-out", f"{run.ratio:.2f}", "-", True),
+        (
+            "server tree CPU: backfill / fan-out (s)",
+            f"{run.backfill_cpu_s:.1f} / {run.fanout_cpu_s:.1f}",
+            "-",
+            True,
+        ),
     ]
 
 
@@ -122,19 +138,23 @@ def main() -> int:
         settle("backfill bench")
     load = os.getloadavg()[0]
     runs = []
-    with standalone(args.slots) as (address, _pids), Client.connect(address) as c:
+    with standalone(args.slots) as (address, pids), Client.connect(address) as c:
         c.ensure_project("bench")
         run_backfill(c, 10, args.parallel)  # warm-up: imports, connections, SQLite pages
         for n in range(args.repeat):
-            runs.append(measure(c, args.dates, args.parallel))
+            run = measure(c, pids, args.dates, args.parallel)
+            runs.append(run)
             print(
-                f"run {n + 1}: backfill {runs[-1].backfill_s:.2f} s, fan-out "
-                f"{runs[-1].fanout_s:.2f} s, ratio {runs[-1].ratio:.2f}",
+                f"run {n + 1}: backfill {run.backfill_s:.2f} s ({run.backfill_cpu_s:.2f} s CPU), "
+                f"fan-out {run.fanout_s:.2f} s ({run.fanout_cpu_s:.2f} s CPU), "
+                f"ratio {run.ratio:.2f}",
                 flush=True,
             )
     median = BackfillRun(
         statistics.median(r.backfill_s for r in runs),
         statistics.median(r.fanout_s for r in runs),
+        statistics.median(r.backfill_cpu_s for r in runs),
+        statistics.median(r.fanout_cpu_s for r in runs),
     )
     return report(
         f"backfill of {args.dates} daily dates of {WIDTH} chained `true` tasks, PARALLEL "

@@ -135,7 +135,7 @@ def measure(args: argparse.Namespace) -> list[Row]:
         singles = run_singles(c, args.singles, pids)
         floor = spawn_floor(args.fanout, args.slots)
         fanout = run_fanout(c, args.fanout, pids)
-        backfill = backfill_bench.measure(c)
+        backfill = backfill_bench.measure(c, pids)
     return [
         *chain_rows(gaps),
         *fanout_rows(floor, args.slots, fanout),

@@ -497,6 +497,12 @@ CASES = [
         _backfills(states=[BackfillState.RUNNING, BackfillState.FAILED], after=BACKFILLS),
         backfills=f"ix_backfills_state {PK}",
     ),
+    _case(
+        # What an advance reads of a backfill's dates: the running ones, the next pending ones.
+        "a backfill's open dates",
+        lambda conn, ids: backfills.open_dates(conn, BACKFILLS // 2 + 1, pending=8),
+        backfill_dates="ix_backfill_dates_state",
+    ),
     _case("schedules", _schedules(), schedules=f"{WALK}"),
     _case("schedules by project", _schedules(project="rare"), schedules="ix_schedules_project"),
     _case(
