@@ -65,6 +65,9 @@ class Scheduler(Background):
         self._ended: set[int] = set()
         self._reload = True
         self._refreshed: datetime | None = None
+        # The update time of each change the refresh placed within the look-back: the next
+        # refreshes read it again and skip it (a bulk of 10,000 changes costs one placing each).
+        self._placed: dict[int, datetime] = {}
         self.fired = 0  # runs started by fire times here (tests, metrics)
 
     # ---------------------------------------------------------------------- wake-ups
@@ -158,7 +161,10 @@ class Scheduler(Background):
         async with self.ctx.db.read() as conn:
             changed = await store.changed_since(conn, since)
         self._refreshed = now
-        self._place(changed, now)
+        self._placed = {i: t for i, t in self._placed.items() if t >= since}
+        fresh = [r for r in changed if self._placed.get(r.id) != r.update_time]
+        self._placed.update((r.id, r.update_time) for r in fresh)
+        self._place(fresh, now)
 
     async def _read(self, ids: set[int]) -> None:
         found = []

@@ -6,6 +6,7 @@ DST are checked at exact instants, without waiting for wall-clock time."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -16,7 +17,7 @@ from dsched_server.app import schedules
 from dsched_server.app.context import AppContext
 from dsched_server.app.scheduler import Scheduler
 from dsched_server.app.transaction import Transaction, transact
-from dsched_server.core.schedule import CatchUp, ScheduleSpec
+from dsched_server.core.schedule import CatchUp, ScheduleRecord, ScheduleSpec
 from dsched_server.store import definitions
 from dsched_server.store import instances as instance_repo
 from dsched_server.store import schedules as schedule_store
@@ -274,3 +275,24 @@ async def test_a_change_through_a_master_whose_clock_is_behind_is_seen_by_the_re
     clock.at = utc(2026, 1, 5, 10, 0, 20)  # the owner's next refresh reads it
     assert await owner.pass_once() == 0
     assert owner.queue.earliest() == utc(2026, 1, 5, 10, 30)
+
+
+async def test_a_change_is_placed_once_though_each_refresh_reads_it_again(
+    ctx: AppContext, clock: Clock
+) -> None:
+    placed: list[int] = []
+
+    class Counting(Scheduler):
+        def _place(self, records: Sequence[ScheduleRecord], now: datetime) -> None:
+            placed.extend(r.id for r in records)
+            super()._place(records, now)
+
+    clock.at = utc(2026, 1, 5, 10)
+    schedule_id = await online_schedule(ctx, ScheduleSpec(cron="0 * * * *"))
+    s = Counting(ctx, slot=lambda: (0, 1), enabled=lambda: True, refresh=5.0)
+    await s.pass_once()  # loads the share
+    for second in (6, 12, 18):  # three refreshes within the 30 s look-back of the change
+        clock.at = utc(2026, 1, 5, 10, 0, second)
+        await s.pass_once()
+    assert placed == [schedule_id]
+    assert s.queue.earliest() == utc(2026, 1, 5, 11)
