@@ -24,6 +24,15 @@ group. The task is over when its main process is; leftover children would otherw
 hang the attempt and keep running unsupervised. A descendant that escaped into its own session is
 out of reach: its end of the pipe is abandoned after :data:`DRAIN_TIMEOUT_S`.
 
+A process may be given bytes on its stdin (``spawn(stdin=...)``: how a dsched child program receives
+its spec, :mod:`dsched_worker.tasks.child`; never in its arguments or environment, which other
+users of the host read in ``/proc/<pid>/cmdline`` and ``environ``). The spawning thread makes the
+pipe as large as the payload (up to the system's ``pipe-max-size``, 1 MiB by default) and fills it
+before the spawn, so the common payload is written without the loop; whatever does not fit is
+written by a loop writer callback as the process reads. The write end is closed once everything is
+written, so the process sees end-of-file; a process that exits without reading all of it ends the
+feeding (``EPIPE``), it does not fail the task.
+
 The pgid stays valid until the last member of the group is gone. Signalling a group whose members
 are all gone raises ProcessLookupError, which is ignored: there is nothing left to kill.
 """
@@ -32,11 +41,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
 import os
 import signal
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -45,7 +56,9 @@ log = logging.getLogger(__name__)
 # After the group was killed, how long to wait for the pipe to report end-of-file (normally a few
 # milliseconds; longer only if a descendant escaped the group with setsid and still holds it).
 DRAIN_TIMEOUT_S = 2.0
-READ_CHUNK = 256 * 1024  # bytes read from the output pipe per callback at most
+READ_CHUNK = 256 * 1024  # bytes read from the output pipe (written to the input) per callback
+PIPE_DEFAULT = 64 * 1024  # Linux's pipe size; a larger stdin payload asks for a larger pipe
+PIPE_MAX = 1024 * 1024  # /proc/sys/fs/pipe-max-size by default: the most an unprivileged user gets
 
 OutputCallback = Callable[[bytes], None]
 
@@ -63,19 +76,21 @@ class _Watch:
     """The loop's view of one spawned process: its output pipe and its pidfd, both read by loop
     callbacks (no transport, protocol, child watcher or task per process)."""
 
-    def __init__(
-        self, proc: subprocess.Popen[bytes], out_fd: int, on_output: OutputCallback
-    ) -> None:
+    def __init__(self, spawned: _Spawned, on_output: OutputCallback) -> None:
         self._loop = asyncio.get_running_loop()
-        self._proc = proc
-        self._out_fd: int | None = out_fd
+        self._proc = proc = spawned.proc
+        self._out_fd: int | None = spawned.out_fd
         self._on_output = on_output
         self.exited = asyncio.Event()
         self.drained = asyncio.Event()
-        os.set_blocking(out_fd, False)
+        os.set_blocking(spawned.out_fd, False)
         self._pidfd: int | None = os.pidfd_open(proc.pid)
-        self._loop.add_reader(out_fd, self._read)
+        self._loop.add_reader(spawned.out_fd, self._read)
         self._loop.add_reader(self._pidfd, self._reap)
+        self._in_fd = spawned.in_fd  # set only while part of the stdin payload is unwritten
+        self._pending = memoryview(spawned.pending)
+        if self._in_fd is not None:
+            self._loop.add_writer(self._in_fd, self._feed)
 
     @property
     def returncode(self) -> int | None:
@@ -105,9 +120,30 @@ class _Watch:
         self._pidfd = None
         self.exited.set()
 
+    def _feed(self) -> None:
+        assert self._in_fd is not None
+        try:
+            written = os.write(self._in_fd, self._pending[:READ_CHUNK])
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:  # EPIPE: the process closed its stdin or exited; it has enough
+            log.debug("feeding the stdin of pid %d ended: %s", self._proc.pid, exc)
+            written = len(self._pending)
+        self._pending = self._pending[written:]
+        if not self._pending:
+            self._close_input()
+
     def close(self) -> None:
-        """Stops reading the output; the process is still reaped when it exits."""
+        """Stops reading the output and feeding the input; the process is still reaped when it
+        exits."""
         self._close_output()
+        self._close_input()
+
+    def _close_input(self) -> None:
+        if self._in_fd is not None:
+            self._loop.remove_writer(self._in_fd)
+            os.close(self._in_fd)
+            self._in_fd = None
 
     def _close_output(self) -> None:
         if self._out_fd is not None:
@@ -119,12 +155,10 @@ class _Watch:
 class ProcessGroup:
     """A running process that leads its own process group. Create with :meth:`spawn`."""
 
-    def __init__(
-        self, proc: subprocess.Popen[bytes], watch: _Watch, records: GroupRecords | None
-    ) -> None:
+    def __init__(self, pid: int, watch: _Watch, records: GroupRecords | None) -> None:
         self._watch = watch
         self._records = records
-        self.pid: int = proc.pid
+        self.pid: int = pid
 
     @classmethod
     async def spawn(
@@ -136,21 +170,23 @@ class ProcessGroup:
         on_output: OutputCallback,
         prepare: Callable[[], None] | None = None,
         records: GroupRecords | None = None,
+        stdin: bytes | None = None,
     ) -> ProcessGroup:
-        """Starts ``argv`` in a new session with stdin from /dev/null and stdout+stderr going to
-        ``on_output`` (called on the loop with each chunk), in a thread (see the module):
-        ``prepare`` first (e.g. makes ``cwd``; what it raises is raised here), and the group is
-        recorded in ``records`` right after the spawn (forgotten by :meth:`wait`). Raises
-        OSError if it cannot start."""
+        """Starts ``argv`` in a new session with stdout+stderr going to ``on_output`` (called on
+        the loop with each chunk), in a thread (see the module): ``prepare`` first (e.g. makes
+        ``cwd``; what it raises is raised here), and the group is recorded in ``records`` right
+        after the spawn (forgotten by :meth:`wait`). Its stdin is /dev/null, or a pipe that
+        delivers ``stdin`` and then end-of-file. Raises OSError if it cannot start."""
         loop = asyncio.get_running_loop()
-        started = loop.run_in_executor(None, _start, list(argv), cwd, dict(env), prepare, records)
+        job = _Job(list(argv), cwd, dict(env), prepare, records, stdin)
+        started = loop.run_in_executor(None, _start, job)
         try:
-            proc, read_fd = await asyncio.shield(started)
+            spawned = await asyncio.shield(started)
         except asyncio.CancelledError:
             # The thread carries on: whatever it starts must not outlive the cancelled attempt.
             started.add_done_callback(lambda done: _abandon(done, records))
             raise
-        return cls(proc, _Watch(proc, read_fd, on_output), records)
+        return cls(spawned.proc.pid, _Watch(spawned, on_output), records)
 
     @property
     def exited(self) -> bool:
@@ -194,61 +230,120 @@ class ProcessGroup:
             self.signal(signal.SIGKILL)
 
 
-def _start(
-    argv: list[str],
-    cwd: Path,
-    env: dict[str, str],
-    prepare: Callable[[], None] | None,
-    records: GroupRecords | None,
-) -> tuple[subprocess.Popen[bytes], int]:
-    """In the spawning thread: the process and the read end of its output pipe."""
-    if prepare is not None:
-        prepare()
-    read_fd, write_fd = os.pipe()  # both close-on-exec; the child gets write_fd as 1 and 2
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """What the spawning thread is asked to start."""
+
+    argv: list[str]
+    cwd: Path
+    env: dict[str, str]
+    prepare: Callable[[], None] | None
+    records: GroupRecords | None
+    stdin: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Spawned:
+    """What the spawning thread started: the process, the read end of its output pipe, and the
+    write end of its input pipe with the part of the payload still to write (if any is)."""
+
+    proc: subprocess.Popen[bytes]
+    out_fd: int
+    in_fd: int | None = None
+    pending: bytes = b""
+
+    def close(self) -> None:
+        os.close(self.out_fd)
+        if self.in_fd is not None:
+            os.close(self.in_fd)
+
+
+def _start(job: _Job) -> _Spawned:
+    """In the spawning thread: starts the process (see :class:`_Spawned`)."""
+    if job.prepare is not None:
+        job.prepare()
+    in_read, in_write, pending = _input_pipe(job.stdin)
+    try:
+        read_fd, write_fd = os.pipe()  # both close-on-exec; the child gets write_fd as 1 and 2
+    except BaseException:
+        _close(in_read, in_write)
+        raise
     try:
         proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
+            job.argv,
+            stdin=subprocess.DEVNULL if in_read is None else in_read,
             stdout=write_fd,
             stderr=write_fd,
-            cwd=cwd,
-            env=env,
+            cwd=job.cwd,
+            env=job.env,
             start_new_session=True,
         )
     except BaseException:
-        os.close(read_fd)
+        _close(read_fd, in_write)
         raise
     finally:
-        os.close(write_fd)  # the child holds its own copies
-    if records is not None:
+        _close(write_fd, in_read)  # the child holds its own copies
+    spawned = _Spawned(proc, read_fd, in_write, pending)
+    if job.records is not None:
         try:
-            records.record(proc.pid)
+            job.records.record(proc.pid)
         except BaseException:
-            _kill(proc, read_fd, None)
+            _kill(spawned, None)
             proc.wait()
             raise
-    return proc, read_fd
+    return spawned
 
 
-def _abandon(
-    done: asyncio.Future[tuple[subprocess.Popen[bytes], int]], records: GroupRecords | None
-) -> None:
+def _input_pipe(data: bytes | None) -> tuple[int | None, int | None, bytes]:
+    """The read end of a pipe holding ``data`` (None: no input), the write end if part of it is
+    still to write (else it is closed), and that part. The pipe is grown to hold all of ``data``
+    where the system allows it (see the module)."""
+    if data is None:
+        return None, None, b""
+    read_fd, write_fd = os.pipe()
+    try:
+        if len(data) > PIPE_DEFAULT:
+            with contextlib.suppress(OSError):  # above pipe-max-size: the loop writes the rest
+                fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, min(len(data), PIPE_MAX))
+        os.set_blocking(write_fd, False)
+        written = 0
+        while written < len(data):
+            try:
+                written += os.write(write_fd, data[written : written + PIPE_MAX])
+            except BlockingIOError:
+                break
+    except BaseException:
+        _close(read_fd, write_fd)
+        raise
+    if written == len(data):
+        os.close(write_fd)
+        return read_fd, None, b""
+    return read_fd, write_fd, data[written:]
+
+
+def _close(*fds: int | None) -> None:
+    for fd in fds:
+        if fd is not None:
+            os.close(fd)
+
+
+def _abandon(done: asyncio.Future[_Spawned], records: GroupRecords | None) -> None:
     """On the loop: kills what a spawn whose caller was cancelled started, and reaps it in a
     thread (a killed process exits at once, but the loop does not wait even for that)."""
     if done.cancelled() or done.exception() is not None:
         return
-    proc, read_fd = done.result()
-    _kill(proc, read_fd, records)
+    spawned = done.result()
+    _kill(spawned, records)
     with contextlib.suppress(RuntimeError):  # the loop is closing: the process stays a zombie
-        asyncio.get_running_loop().run_in_executor(None, proc.wait)
+        asyncio.get_running_loop().run_in_executor(None, spawned.proc.wait)
 
 
-def _kill(proc: subprocess.Popen[bytes], read_fd: int, records: GroupRecords | None) -> None:
+def _kill(spawned: _Spawned, records: GroupRecords | None) -> None:
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    os.close(read_fd)
+        os.killpg(spawned.proc.pid, signal.SIGKILL)
+    spawned.close()
     if records is not None:
-        records.forget(proc.pid)
+        records.forget(spawned.proc.pid)
 
 
 def exit_code(returncode: int) -> int:

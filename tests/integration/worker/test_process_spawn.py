@@ -133,3 +133,36 @@ def test_start_time_is_psutils_create_time(tmp_path: Path) -> None:
         proc.kill()
         proc.wait()
     assert start_time(proc.pid) is None
+
+
+async def _run_collecting(argv: list[str], cwd: Path, stdin: bytes | None) -> tuple[int, bytes]:
+    chunks: list[bytes] = []
+    group = await ProcessGroup.spawn(argv, cwd=cwd, env={}, on_output=chunks.append, stdin=stdin)
+    code = await asyncio.wait_for(group.wait(), 30)
+    return code, b"".join(chunks)
+
+
+async def test_stdin_bytes_reach_the_process_then_end_of_file(tmp_path: Path) -> None:
+    code, out = await _run_collecting(["cat"], tmp_path, b"secret spec\n")
+    assert (code, out) == (0, b"secret spec\n")
+
+
+async def test_a_payload_larger_than_any_pipe_is_fed_whole_by_the_loop(tmp_path: Path) -> None:
+    # 3 MiB: more than pipe-max-size (1 MiB by default), so the loop writes the rest as cat reads.
+    payload = os.urandom(3 * 1024 * 1024)
+    code, out = await _run_collecting(["sh", "-c", "cat > in.bin"], tmp_path, payload)
+    assert code == 0 and out == b""
+    assert (tmp_path / "in.bin").read_bytes() == payload
+
+
+async def test_a_process_that_never_reads_its_stdin_ends_normally(tmp_path: Path) -> None:
+    # The unread part of the payload is dropped (EPIPE) without failing or hanging the wait.
+    code, out = await _run_collecting(
+        ["sh", "-c", "exec 0<&-; echo done"], tmp_path, os.urandom(2 * 1024 * 1024)
+    )
+    assert (code, out) == (0, b"done\n")
+
+
+async def test_without_stdin_bytes_stdin_is_dev_null(tmp_path: Path) -> None:
+    code, out = await _run_collecting(["readlink", "/proc/self/fd/0"], tmp_path, None)
+    assert (code, out) == (0, b"/dev/null\n")

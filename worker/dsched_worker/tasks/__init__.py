@@ -2,6 +2,10 @@
 
 One module per task type (``shell`` today). :func:`default_task_types` is the registry the app uses;
 tests and future task types add entries by constructing :class:`TaskTypes` with their own mapping.
+What the task types share: :mod:`~dsched_worker.tasks.spawner` (working directory, environment,
+spawn), :mod:`~dsched_worker.tasks.script` (a script inline or through a file, OUT parameters from
+``setValue`` lines), :mod:`~dsched_worker.tasks.child` (dsched's own programs run as a child
+process with their spec on stdin: :mod:`dsched_worker.programs`).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dsched_worker.process import GroupRecords
 from dsched_worker.tasks.base import OutputSink, RunningTask, SpawnError, TaskExit, TaskType
 from dsched_worker.tasks.environment import DEFAULT_ALLOW
 from dsched_worker.tasks.shell import ShellTaskType
+from dsched_worker.tasks.spawner import Spawner
 from dsched_worker.workdirs import WorkDirs
 
 __all__ = [
@@ -55,12 +60,11 @@ def default_task_types(
     """Every task type this worker supports, working under ``exec_root``; tasks inherit the
     variables of ``base_env`` that ``env_allow`` names; the process groups of running tasks are
     recorded in ``records``; ``workdirs`` makes their working directories."""
-    shell = ShellTaskType(
+    spawner = Spawner(
         exec_root=exec_root,
         base_env=base_env,
-        bash=bash,
         env_allow=env_allow,
         records=records,
         workdirs=workdirs,
     )
-    return TaskTypes({ShellSpec: shell})
+    return TaskTypes({ShellSpec: ShellTaskType(spawner=spawner, bash=bash)})

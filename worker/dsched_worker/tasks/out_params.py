@@ -92,24 +92,33 @@ class OutParamParser:
             return
         text = line.decode("utf-8", errors="replace").rstrip("\r")
         for match in _PATTERN.finditer(text):
-            key, value = match.group(1), match.group(2)
-            problem = param_name_problem(key)
-            if problem is not None:
-                self._note(f"OUT parameter dropped: {problem[1]}")
-                continue
-            if len(value.encode()) > MAX_PARAM_VALUE_BYTES:
-                self._note(f"OUT parameter {key!r} dropped: its value is larger than 64 KiB")
-                continue
-            if "\x00" in value:
-                self._note(f"OUT parameter {key!r} dropped: its value contains a NUL character")
-                continue
-            if key not in self._params and len(self._params) >= MAX_PARAMS:
-                self._warn(f"more than {MAX_PARAMS} OUT parameters")
-                continue
-            if params_bytes({**self._params, key: value}) > MAX_PARAMS_BYTES:
-                self._warn(f"OUT parameters over {MAX_PARAMS_BYTES} bytes")
-                continue
-            self._params[key] = value
+            self.offer(match.group(1), match.group(2))
+
+    def offer(self, key: str, value: str) -> None:
+        """Takes one OUT parameter found by other means than a ``setValue`` line (a child
+        program's result: :mod:`dsched_worker.tasks.child`), with the same rules and notes."""
+        problem = param_name_problem(key)
+        if problem is not None:
+            self._note(f"OUT parameter dropped: {problem[1]}")
+            return
+        try:
+            size = len(value.encode())
+        except UnicodeEncodeError:  # a lone surrogate (from a JSON result) has no UTF-8 form
+            self._note(f"OUT parameter {key!r} dropped: its value is not valid Unicode text")
+            return
+        if size > MAX_PARAM_VALUE_BYTES:
+            self._note(f"OUT parameter {key!r} dropped: its value is larger than 64 KiB")
+            return
+        if "\x00" in value:
+            self._note(f"OUT parameter {key!r} dropped: its value contains a NUL character")
+            return
+        if key not in self._params and len(self._params) >= MAX_PARAMS:
+            self._warn(f"more than {MAX_PARAMS} OUT parameters")
+            return
+        if params_bytes({**self._params, key: value}) > MAX_PARAMS_BYTES:
+            self._warn(f"OUT parameters over {MAX_PARAMS_BYTES} bytes")
+            return
+        self._params[key] = value
 
     def _warn(self, what: str) -> None:
         if not self._warned:
