@@ -67,6 +67,7 @@ _WORKER_SETTINGS = (
     "memory_threshold",
     "disk_threshold",
     "task_env_allow",
+    "spark_home",
     "workdir_keep_failed",
     "log_retention_days",
 )

@@ -136,6 +136,7 @@ class Settings:
     memory_threshold: float = 0.9
     disk_threshold: float = 0.9
     task_env_allow: str = ""
+    spark_home: str = ""  # SPARK tasks' spark-submit: <spark_home>/bin; empty: pyspark's own
     workdir_keep_failed: float = WORKDIR_KEEP_FAILED_S
     log_retention_days: float = LOG_RETENTION_DAYS
     request_id_retention_days: float = REQUEST_ID_RETENTION_DAYS
@@ -267,6 +268,7 @@ _OPTIONS = (
     _Option("memory_threshold", float),
     _Option("disk_threshold", float),
     _Option("task_env_allow", str),
+    _Option("spark_home", str),
     _Option("workdir_keep_failed", float),
     _Option("log_retention_days", float),
     _Option("request_id_retention_days", float),

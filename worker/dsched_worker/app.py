@@ -94,6 +94,8 @@ class WorkerOptions:
     takes a new epoch (:func:`fence_deadline`; None: only when the session is known lost).
     ``task_env_allow``: variables of the worker's environment tasks inherit besides
     :data:`~dsched_worker.tasks.environment.DEFAULT_ALLOW` (``PREFIX*`` entries match prefixes).
+    ``spark_home``: the Spark whose ``bin/spark-submit`` runs SPARK tasks (empty: the installed
+    pyspark package's).
     ``workdir_keep_failed``: seconds an unsuccessful attempt's working directory is kept (a
     successful one's goes at once); ``log_retention_days``: days a task log is kept after its last
     write (0: for ever). See :mod:`dsched_worker.janitor`.
@@ -119,6 +121,7 @@ class WorkerOptions:
     log_retention_days: float = LOG_RETENTION_DAYS
     thresholds: Thresholds = field(default_factory=Thresholds)
     task_env_allow: tuple[str, ...] = ()
+    spark_home: str = ""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WorkerOptions:
@@ -138,6 +141,7 @@ class WorkerOptions:
             thresholds=settings.thresholds,
             fence_after=None if settings.embedded_registry else fence_deadline(settings),
             task_env_allow=settings.task_env_allow_list,
+            spark_home=settings.spark_home,
             workdir_keep_failed=settings.workdir_keep_failed,
             log_retention_days=settings.log_retention_days,
         )
@@ -207,6 +211,7 @@ class Worker:
                 env_allow=DEFAULT_ALLOW + options.task_env_allow,
                 records=self.records,
                 workdirs=self.workdirs,
+                spark_home=Path(options.spark_home) if options.spark_home else None,
             ),
             clock=clock,
             slots=options.slots,

@@ -55,16 +55,15 @@ class Attempt:
     def outcome(self, result: TaskExit) -> AttemptReport:
         """The result of a task that ran and ended with ``result``."""
         code = exit_code(result.returncode)
+        app = result.application_id
         if self.stop is StopCause.TIMEOUT:
+            kind, message = TaskEventType.FAILED, self.timeout_text
+        elif self.stop is StopCause.KILL:
+            kind, message = TaskEventType.KILLED, self.kill_reason
+        elif result.returncode == 0:
             return AttemptReport(
-                type=TaskEventType.FAILED, exit_code=code, message=self.timeout_text
+                type=TaskEventType.SUCCEEDED, out_params=result.out_params, application_id=app
             )
-        if self.stop is StopCause.KILL:
-            return AttemptReport(
-                type=TaskEventType.KILLED, exit_code=code, message=self.kill_reason
-            )
-        if result.returncode == 0:
-            return AttemptReport(type=TaskEventType.SUCCEEDED, out_params=result.out_params)
-        return AttemptReport(
-            type=TaskEventType.FAILED, exit_code=code, message=f"exited with code {code}"
-        )
+        else:
+            kind, message = TaskEventType.FAILED, f"exited with code {code}"
+        return AttemptReport(type=kind, exit_code=code, message=message, application_id=app)

@@ -33,7 +33,7 @@ from dsched_worker.attempt import NO_PROCESS_EXIT_CODE, Attempt, Phase, StopCaus
 from dsched_worker.clock import Clock
 from dsched_worker.finished import FinishedAttempts
 from dsched_worker.logs import LogStore
-from dsched_worker.tasks import SpawnError, TaskTypes
+from dsched_worker.tasks import ReportsApplications, RunningTask, SpawnError, TaskTypes
 from dsched_worker.workdirs import WorkDirs
 
 log = logging.getLogger(__name__)
@@ -311,11 +311,32 @@ class Runner:
             await self._report(
                 attempt, AttemptReport(type=TaskEventType.RUNNING, pid=run.pid, log_path=path)
             )
+            reports = self._watch_applications(attempt, run, path)
             result = await run.wait()
+            if reports:  # the RUNNING events naming an application go before the result
+                await asyncio.gather(*reports)
         finally:
             if timer is not None:
                 timer.cancel()
         return attempt.outcome(result)
+
+    def _watch_applications(
+        self, attempt: Attempt, run: RunningTask, path: str
+    ) -> list[asyncio.Task[None]]:
+        """Reports RUNNING again, with the id, each time the task names an application it runs
+        (a Spark job: the id is on record while the job runs). Returns the reports' tasks."""
+        reports: list[asyncio.Task[None]] = []
+        if not isinstance(run, ReportsApplications):
+            return reports
+
+        def found(app: str) -> None:
+            running = AttemptReport(
+                type=TaskEventType.RUNNING, pid=run.pid, log_path=path, application_id=app
+            )
+            reports.append(self._spawn(self._report(attempt, running)))
+
+        run.watch_applications(found)
+        return reports
 
     async def _end(self, attempt: Attempt, outcome: AttemptReport) -> None:
         if attempt.silent:

@@ -67,6 +67,7 @@ if TYPE_CHECKING:
         WorkflowVersionInfo,
     )
     from dsched.schedules import Schedule
+    from dsched.spark_task import Spark
     from dsched.spec import ShellSpec, TaskSpec, WorkflowSpec
     from dsched.states import InstanceEventKind, TaskState, WorkflowState
     from dsched.streams import Reconnect
@@ -120,6 +121,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "WorkflowVersionInfo",
     ),
     "dsched.schedules": ("Schedule",),
+    "dsched.spark_task": ("Spark",),
     "dsched.spec": ("ShellSpec", "TaskSpec", "WorkflowSpec"),
     "dsched.states": ("InstanceEventKind", "TaskState", "WorkflowState"),
     "dsched.streams": ("Reconnect",),
@@ -166,6 +168,7 @@ __all__ = [
     "ServerStatus",
     "Shell",
     "ShellSpec",
+    "Spark",
     "Task",
     "TaskDependType",
     "TaskInstance",

@@ -70,6 +70,7 @@ from dsched.results import (
     WorkflowInstance,
     WorkflowVersionInfo,
 )
+from dsched.spark import DeployMode, SparkProgram, SparkSpec
 from dsched.spec import ShellSpec, TaskKind, TaskSpec, WorkflowSpec
 from dsched.states import InstanceEventKind, TaskState, WorkflowState
 from dsched.v1 import (
@@ -80,6 +81,7 @@ from dsched.v1 import (
     master_service_pb2,
     resources_pb2,
     schedule_pb2,
+    spark_pb2,
 )
 
 E = TypeVar("E", bound=StrEnum)
@@ -128,6 +130,8 @@ HISTORY_KIND = EnumMap(HistoryKind, enums_pb2.HistoryKind, "HISTORY_KIND_")
 RUN_TRIGGER = EnumMap(RunTrigger, enums_pb2.RunTrigger, "RUN_TRIGGER_")
 BACKFILL_STATE = EnumMap(BackfillState, backfill_pb2.BackfillState, "BACKFILL_STATE_")
 BACKFILL_ORDER = EnumMap(BackfillOrder, backfill_pb2.BackfillOrder, "BACKFILL_ORDER_")
+SPARK_PROGRAM = EnumMap(SparkProgram, spark_pb2.SparkProgramType, "SPARK_PROGRAM_TYPE_")
+SPARK_DEPLOY_MODE = EnumMap(DeployMode, spark_pb2.SparkDeployMode, "SPARK_DEPLOY_MODE_")
 BACKFILL_REPROCESS = EnumMap(
     BackfillReprocess, backfill_pb2.BackfillReprocess, "BACKFILL_REPROCESS_"
 )
@@ -198,7 +202,69 @@ def task_spec_to_proto(task: TaskSpec) -> resources_pb2.TaskDefinition:
         msg.shell.script = task.kind.script
     elif isinstance(task.kind, DependentSpec):
         msg.dependent.CopyFrom(dependent_to_proto(task.kind))
+    elif isinstance(task.kind, SparkSpec):
+        msg.spark.CopyFrom(spark_to_proto(task.kind))
     return msg
+
+
+# The SparkTask fields that mean the same, under the same name and type, in the value.
+_SPARK_SAME = (
+    "script",
+    "main_file",
+    "main_class",
+    "driver_cores",
+    "driver_memory",
+    "executor_cores",
+    "executor_memory",
+    "num_executors",
+    "app_name",
+)
+
+
+def spark_to_proto(spec: SparkSpec) -> spark_pb2.SparkTask:
+    """Encodes a SPARK task (the master URL as written: empty stays empty)."""
+    return spark_pb2.SparkTask(
+        **{name: getattr(spec, name) for name in _SPARK_SAME},
+        program_type=SPARK_PROGRAM.name(spec.program_type),
+        master=spec.master,
+        deploy_mode=SPARK_DEPLOY_MODE.name(spec.deploy_mode),
+        conf=dict(spec.conf),
+        py_files=list(spec.py_files),
+        files=list(spec.files),
+        args=list(spec.args),
+    )
+
+
+def spark_from_proto(msg: spark_pb2.SparkTask, path: str, out: list[FieldViolation]) -> SparkSpec:
+    """Decodes a SPARK task without raising (an unknown or missing enum is reported here; the
+    rest is :func:`dsched.spark.spark_violations`'s)."""
+    program = _option(
+        SPARK_PROGRAM,
+        SparkProgram,
+        msg.program_type,
+        SparkProgram.PYSPARK,
+        f"{path}.program_type",
+        out,
+    )
+    if msg.program_type == 0:
+        out.append(FieldViolation(f"{path}.program_type", "PYSPARK, SQL or JAR is required"))
+    return SparkSpec(
+        **{name: getattr(msg, name) for name in _SPARK_SAME},
+        program_type=program,
+        master=msg.master,
+        deploy_mode=_option(
+            SPARK_DEPLOY_MODE,
+            DeployMode,
+            msg.deploy_mode,
+            DeployMode.CLIENT,
+            f"{path}.deploy_mode",
+            out,
+        ),
+        conf=dict(msg.conf),
+        py_files=tuple(msg.py_files),
+        files=tuple(msg.files),
+        args=tuple(msg.args),
+    )
 
 
 def dependent_to_proto(spec: DependentSpec) -> dependent_pb2.DependentTask:
@@ -284,6 +350,8 @@ def task_spec_from_proto(
         kind = ShellSpec(script=msg.shell.script)
     elif which == "dependent":
         kind = dependent_from_proto(msg.dependent, f"{path}.dependent", out)
+    elif which == "spark":
+        kind = spark_from_proto(msg.spark, f"{path}.spark", out)
     return TaskSpec(
         name=msg.name,
         kind=kind,
@@ -465,6 +533,7 @@ def task_instance_from_proto(msg: resources_pb2.TaskInstance) -> TaskInstance:
         priority=_member(PRIORITY, Priority, msg.priority, Priority.MEDIUM),
         worker_group=msg.worker_group,
         state_reason=msg.state_reason,
+        application_id=msg.application_id,
     )
 
 

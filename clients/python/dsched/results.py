@@ -166,6 +166,7 @@ class TaskInstance:
     priority: Priority = Priority.MEDIUM
     worker_group: str = ""
     state_reason: str = ""
+    application_id: str = ""  # a SPARK attempt's Spark application, once its output named it
 
     @property
     def duration(self) -> timedelta | None:

@@ -24,6 +24,7 @@ from dsched.names import (
     worker_group_violation,
 )
 from dsched.options import Priority, TimeoutStrategy
+from dsched.spark import SparkSpec, spark_violations
 
 # Limits. They bound memory and work per request (a hostile client cannot make the master build a
 # million-node graph) and stay far above what a hand-written pipeline needs.
@@ -65,7 +66,7 @@ class ShellSpec:
     script: str
 
 
-TaskKind = ShellSpec | DependentSpec
+TaskKind = ShellSpec | DependentSpec | SparkSpec
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -184,7 +185,25 @@ def _task_size(task: TaskSpec) -> int:
         size += _len_field(_text_field(task.kind.script), tag=2)  # field 20: a 2-byte tag
     elif isinstance(task.kind, DependentSpec):
         size += _len_field(_dependent_size(task.kind), tag=2)  # field 21
+    elif isinstance(task.kind, SparkSpec):
+        size += _len_field(spark_bytes(task.kind), tag=2)  # field 23
     return size
+
+
+# A SPARK task's scalars: two enums and three int32 (a negative one takes 10 bytes).
+_SPARK_SCALARS = 2 * 2 + 3 * 11
+
+
+def spark_bytes(kind: SparkSpec) -> int:
+    """An upper bound of a SPARK task's size as its SparkTask message."""
+    texts = (kind.script, kind.main_file, kind.main_class, kind.master, kind.driver_memory)
+    more = (kind.executor_memory, kind.app_name)
+    return (
+        sum(_text_field(t) for t in (*texts, *more))
+        + sum(_len_field(_utf8(t), tag=1) for t in (*kind.py_files, *kind.files, *kind.args))
+        + _map_size(kind.conf)
+        + _SPARK_SCALARS
+    )
 
 
 # A DEPENDENT task's scalars: two enums and two durations; a group's and an item's one enum.
@@ -238,7 +257,9 @@ def size_violations(spec: WorkflowSpec) -> list[FieldViolation]:
     )
     if params is not None:
         out.append(params)
-    scripts = sum(_utf8(t.kind.script) for t in spec.tasks if isinstance(t.kind, ShellSpec))
+    scripts = sum(
+        _utf8(t.kind.script) for t in spec.tasks if isinstance(t.kind, ShellSpec | SparkSpec)
+    )
     if scripts > MAX_SCRIPTS_BYTES:
         out.append(
             FieldViolation(
@@ -288,6 +309,8 @@ def _task_violations(path: str, task: TaskSpec, spec: WorkflowSpec) -> list[Fiel
             found.append(FieldViolation(f"{path}.shell.script", "is larger than 256 KiB"))
         elif "\x00" in script:
             found.append(FieldViolation(f"{path}.shell.script", "contains a NUL character"))
+    elif isinstance(task.kind, SparkSpec):
+        found.extend(spark_violations(f"{path}.spark", task.kind))
     else:
         found.extend(
             dependent_violations(

@@ -118,6 +118,7 @@ def task_instance(r: TaskInstanceRecord) -> resources_pb2.TaskInstance:
         priority=PRIORITY.number(r.priority),
         worker_group=r.worker_group,
         state_reason=r.state_reason,
+        application_id=r.application_id,
     )
 
 

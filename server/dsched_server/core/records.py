@@ -154,6 +154,7 @@ class TaskInstanceRecord:
     priority: Priority
     worker_group: str
     state_reason: str
+    application_id: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from dsched.options import TimeoutStrategy
+from dsched.spark import SparkSpec
 from dsched.spec import ShellSpec, TaskSpec
 from dsched.states import InstanceEventKind, TaskState, WorkflowState
 from dsched_server.core import execution as ex
@@ -201,7 +202,7 @@ class Decider:
         st = self.st
         task = st.dag.tasks[track.task]
         # Validated definitions always have a kind, and the master runs the others itself.
-        assert isinstance(task.kind, ShellSpec)
+        assert isinstance(task.kind, ShellSpec | SparkSpec)
         spec = TaskExecution(
             task_instance_id=track.ti_id,
             attempt=track.attempt,
@@ -234,6 +235,7 @@ class Decider:
             owner_address=st.settings.cluster_address,
             owner_epoch=st.instance.epoch,
             submit_time=track.submit_time,
+            earlier_application_ids=st.lost_applications.get(track.task, ()),
         )
         job = DispatchJob(
             spec=spec,

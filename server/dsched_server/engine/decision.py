@@ -147,33 +147,24 @@ class _Messages(Decider):
             )
             self.fx.ack(msg, Ack(AckDecision.REJECTED_STALE, "worker epoch does not own attempt"))
             return
+        if state is TaskState.RUNNING and track.state is TaskState.RUNNING:
+            self._record_application(track, msg)
+            return
         if track.state is state or (state is TaskState.RUNNING and track.state.terminal):
             self.fx.ack(msg, Ack(AckDecision.DUPLICATE))
             return
         if track.state.terminal:
             self.fx.ack(msg, Ack(AckDecision.REJECTED_STALE, f"attempt already {track.state}"))
             return
-        values: TaskValues = {"host": msg.worker_address, "worker_epoch": msg.worker_epoch}
         state, message, out_params = self._outcome(state, event.message, event.out_params)
-        if state is TaskState.RUNNING:
-            values.update(
-                {"start_time": event.event_time, "pid": event.pid, "log_path": event.log_path}
-            )
-        else:
-            values.update(
-                {
-                    "end_time": event.event_time,
-                    "exit_code": event.exit_code,
-                    "out_params": out_params,
-                    "state_reason": message[:1024],
-                }
-            )
+        values = _event_values(msg, state, message, out_params)
         expected = _BEFORE_RUNNING if state is TaskState.RUNNING else _BEFORE_END
         if not self.write(track, expected, state, values, worker_epoch=msg.worker_epoch):
             self.fx.count("stale_events")
             self.fx.ack(msg, Ack(AckDecision.REJECTED_STALE, "attempt no longer matches"))
             return
         track.host, track.worker_epoch = msg.worker_address, msg.worker_epoch
+        track.application_id = event.application_id or track.application_id
         self.set_state(track, state, message)
         if state is TaskState.SUCCEEDED and out_params:
             self.st.var_pool.update(out_params)
@@ -185,6 +176,23 @@ class _Messages(Decider):
             self._late_timeout_warning(track, event.event_time - track.started)
         self.fx.ack(msg, Ack(AckDecision.ACCEPTED))
         self.apply(self.st.execution.task_state(track.task, state, self.now))
+
+    def _record_application(self, track: Track, msg: WorkerEvent) -> None:
+        """A RUNNING event of a running attempt: a resend (DUPLICATE), or the id of the Spark
+        application it runs, recorded as a field update of the running attempt."""
+        app = msg.event.application_id
+        if not app or app == track.application_id:
+            self.fx.ack(msg, Ack(AckDecision.DUPLICATE))
+            return
+        values: TaskValues = {"application_id": app}
+        if not self.write(
+            track, {TaskState.RUNNING}, TaskState.RUNNING, values, worker_epoch=msg.worker_epoch
+        ):
+            self.fx.ack(msg, Ack(AckDecision.REJECTED_STALE, "attempt no longer matches"))
+            return
+        track.application_id = app
+        self.st.lost_applications.pop(track.task, None)  # killed before this one was submitted
+        self.fx.ack(msg, Ack(AckDecision.ACCEPTED))
 
     def _outcome(
         self, state: TaskState, message: str, out_params: Mapping[str, str]
@@ -320,6 +328,9 @@ class _Messages(Decider):
                 reason,
             )
             self.set_state(track, TaskState.NEED_FAULT_TOLERANCE, reason)
+            if track.application_id:
+                lost = self.st.lost_applications.get(track.task, ())
+                self.st.lost_applications[track.task] = (*lost, track.application_id)[-16:]
             del self.st.tracks[track.ti_id]
             self.apply(self.st.execution.replace(track.task))
 
@@ -349,3 +360,27 @@ def _owner_check(track: Track, msg: WorkerEvent) -> bool | None:
         # for the reply, which names the incarnation that took the attempt.
         return True if track.job.target_epoch == msg.worker_epoch else None
     return None
+
+
+def _event_values(
+    msg: WorkerEvent, state: TaskState, message: str, out_params: Mapping[str, str]
+) -> TaskValues:
+    """The columns a worker's event sets with the attempt's new ``state``."""
+    event = msg.event
+    values: TaskValues = {"host": msg.worker_address, "worker_epoch": msg.worker_epoch}
+    if event.application_id:
+        values["application_id"] = event.application_id
+    if state is TaskState.RUNNING:
+        values.update(
+            {"start_time": event.event_time, "pid": event.pid, "log_path": event.log_path}
+        )
+    else:
+        values.update(
+            {
+                "end_time": event.event_time,
+                "exit_code": event.exit_code,
+                "out_params": out_params,
+                "state_reason": message[:1024],
+            }
+        )
+    return values

@@ -21,7 +21,7 @@ import logging
 from collections import defaultdict
 
 from dsched.backoff import Backoff
-from dsched.spec import ShellSpec, params_bytes
+from dsched.spec import ShellSpec, params_bytes, spark_bytes
 from dsched_server.engine.jobs import DispatchJob
 from dsched_server.engine.messages import Dispatched, Waiting
 from dsched_server.engine.worker_client import RequestRefused, WorkerCallError, WorkerClient
@@ -232,9 +232,11 @@ def _release(job: DispatchJob) -> None:
 
 
 def job_bytes(job: DispatchJob) -> int:
-    """An upper estimate of the job's TaskExecution on the wire: its script and parameters plus
-    the framing of each parameter and a kilobyte for the other fields."""
-    script = len(job.spec.kind.script.encode()) if isinstance(job.spec.kind, ShellSpec) else 0
+    """An upper estimate of the job's TaskExecution on the wire: its script (or Spark
+    application) and parameters plus the framing of each parameter and a kilobyte for the other
+    fields."""
+    kind = job.spec.kind
+    script = len(kind.script.encode()) if isinstance(kind, ShellSpec) else spark_bytes(kind)
     return script + params_bytes(job.spec.params) + 16 * len(job.spec.params) + 1024
 
 

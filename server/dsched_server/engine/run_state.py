@@ -46,6 +46,7 @@ class Track:
     started: datetime | None = None  # worker clock, from the RUNNING event
     warned: bool = False  # a TIMEOUT_WARNING was written
     waiting_for: str = ""  # a DEPENDENT attempt: what its last check said holds it up
+    application_id: str = ""  # a SPARK attempt: the Spark application it runs, once reported
 
 
 @dataclass(slots=True, kw_only=True)
@@ -61,6 +62,9 @@ class RunState:
     stored_state: WorkflowState = WorkflowState.RUNNING  # as last committed
     # Task instance id -> the worker a predecessor runner sent the attempt to (see reloads).
     pins: dict[int, str] = field(default_factory=dict)
+    # Task name -> Spark applications of its attempts lost with their worker: the next attempt's
+    # worker kills them before it submits (ARCHITECTURE.md §4).
+    lost_applications: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def restore(
@@ -88,6 +92,7 @@ class RunState:
                     a.host,
                     a.worker_epoch,
                     a.submit_time,
+                    application_id=a.application_id,
                 )
                 for a in attempts
             },

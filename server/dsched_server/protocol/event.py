@@ -26,7 +26,8 @@ class TaskEventType(StrEnum):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AttemptReport:
     """What an event says about its attempt: RUNNING with its process and log, or how the attempt
-    ended (its exit code, OUT parameters and why)."""
+    ended (its exit code, OUT parameters and why); ``application_id``: the Spark application id,
+    once known (a RUNNING event is sent when it appears)."""
 
     type: TaskEventType
     exit_code: int = 0
@@ -34,6 +35,7 @@ class AttemptReport:
     pid: int = 0
     log_path: str = ""
     message: str = ""
+    application_id: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from dsched.options import TimeoutStrategy
+from dsched.spark import SparkSpec
 from dsched.spec import ShellSpec
 from dsched_server.protocol.attempt import AttemptKey
 
@@ -19,6 +20,8 @@ class TaskExecution:
     ``owner_address``/``owner_epoch`` name the master that receives the attempt's events.
     ``worker_address``/``worker_epoch`` never travel: the worker stamps the incarnation that
     accepted the attempt (exported to the task as its fencing token).
+    ``earlier_application_ids``: Spark applications of earlier attempts of the task lost with
+    their worker, which the worker kills before it submits (ARCHITECTURE.md §4).
     """
 
     task_instance_id: int
@@ -28,7 +31,8 @@ class TaskExecution:
     workflow_version: int
     task_name: str
     idempotency_key: str
-    kind: ShellSpec  # the kinds a worker runs (a DEPENDENT task is evaluated on the master)
+    # The kinds a worker runs (a DEPENDENT task is evaluated on the master).
+    kind: ShellSpec | SparkSpec
     owner_address: str
     owner_epoch: int
     submit_time: datetime
@@ -37,6 +41,7 @@ class TaskExecution:
     timeout_strategy: TimeoutStrategy = TimeoutStrategy.FAIL
     dry_run: bool = False
     queue_rank: int = 0  # where it waits for a slot on a full worker: lower first
+    earlier_application_ids: tuple[str, ...] = ()
     worker_address: str = ""
     worker_epoch: int = 0
 

@@ -18,6 +18,7 @@ from dsched.dependency import (
     Relation,
 )
 from dsched.options import FailureStrategy, Priority, TaskDependType, TimeoutStrategy
+from dsched.spark import DeployMode, SparkProgram, SparkSpec
 from dsched.spec import ShellSpec, TaskKind, TaskSpec
 from dsched_server.core.records import RunOptions, RunScope
 
@@ -31,6 +32,8 @@ def task_type(spec: TaskSpec) -> str:
         return "SHELL"
     if isinstance(spec.kind, DependentSpec):
         return "DEPENDENT"
+    if isinstance(spec.kind, SparkSpec):
+        return "SPARK"
     raise ValueError(f"unsupported task kind {spec.kind!r}")
 
 
@@ -41,6 +44,8 @@ def task_to_json(spec: TaskSpec) -> dict[str, Any]:
         kind = {"script": spec.kind.script}
     elif isinstance(spec.kind, DependentSpec):
         kind = _dependent_to_json(spec.kind)
+    elif isinstance(spec.kind, SparkSpec):
+        kind = _spark_to_json(spec.kind)
     return {
         "kind": kind,
         "description": spec.description,
@@ -64,6 +69,8 @@ def task_from_json(
         kind = ShellSpec(script=doc["kind"]["script"])
     elif task_type_name == "DEPENDENT":
         kind = _dependent_from_json(doc["kind"])
+    elif task_type_name == "SPARK":
+        kind = _spark_from_json(doc["kind"])
     return TaskSpec(
         name=name,
         kind=kind,
@@ -169,4 +176,43 @@ def options_from_json(doc: Mapping[str, Any]) -> RunOptions:
             if doc.get("dispatch_timeout") is None
             else timedelta(seconds=float(doc["dispatch_timeout"]))
         ),
+    )
+
+
+# Stored under their own names; the enums by value, the lists as JSON arrays.
+_SPARK_PLAIN = (
+    "script",
+    "main_file",
+    "main_class",
+    "master",
+    "driver_cores",
+    "driver_memory",
+    "executor_cores",
+    "executor_memory",
+    "num_executors",
+    "app_name",
+)
+
+
+def _spark_to_json(kind: SparkSpec) -> dict[str, Any]:
+    return {
+        **{name: getattr(kind, name) for name in _SPARK_PLAIN},
+        "program_type": kind.program_type.value,
+        "deploy_mode": kind.deploy_mode.value,
+        "conf": dict(kind.conf),
+        "py_files": list(kind.py_files),
+        "files": list(kind.files),
+        "args": list(kind.args),
+    }
+
+
+def _spark_from_json(doc: Mapping[str, Any]) -> SparkSpec:
+    return SparkSpec(
+        **{name: doc[name] for name in _SPARK_PLAIN if name in doc},
+        program_type=SparkProgram(doc["program_type"]),
+        deploy_mode=DeployMode(doc.get("deploy_mode", DeployMode.CLIENT.value)),
+        conf=dict(doc.get("conf", {})),
+        py_files=tuple(doc.get("py_files", ())),
+        files=tuple(doc.get("files", ())),
+        args=tuple(doc.get("args", ())),
     )

@@ -38,6 +38,7 @@ NAME = 64
 STATE = 32
 REASON = 1024
 ADDRESS = 255
+APPLICATION_ID = 320  # a Kubernetes submission id: namespace (63) ":" pod name (253)
 TIME_ZONE = 64  # IANA names are at most about 30 characters
 
 # Deterministic constraint names, so migrations can refer to them on every database.
@@ -240,6 +241,8 @@ class TaskInstance(Base):
     priority: Mapped[str] = mapped_column(String(STATE))
     worker_group: Mapped[str] = mapped_column(String(NAME))
     state_reason: Mapped[str] = mapped_column(String(REASON), default="")
+    # The Spark application id of a SPARK attempt (migration 0009).
+    application_id: Mapped[str] = mapped_column(String(APPLICATION_ID), server_default="")
 
 
 class InstanceEvent(Base):

@@ -51,6 +51,7 @@ class TaskValues(TypedDict, total=False):
     out_params: Mapping[str, str]
     state_reason: str
     valid: bool
+    application_id: str  # a field update while RUNNING, or with the attempt's result
 
 
 @dataclass(slots=True, kw_only=True)
@@ -94,6 +95,7 @@ def record(row: Row[Any]) -> TaskInstanceRecord:
         priority=Priority(m["priority"]),
         worker_group=m["worker_group"],
         state_reason=m["state_reason"],
+        application_id=m["application_id"],
     )
 
 
@@ -137,6 +139,7 @@ async def create_attempts(
             "priority": a.priority.value,
             "worker_group": a.worker_group,
             "state_reason": "",
+            "application_id": "",
         }
         for a in attempts
     ]

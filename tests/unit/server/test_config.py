@@ -348,7 +348,7 @@ DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 UNUSED: dict[Role, set[str]] = {
     "master": {
         *("worker_port", "worker_mode", "worker_slots", "outbox_fsync", "task_env_allow"),
-        *("workdir_keep_failed", "log_retention_days"),
+        *("workdir_keep_failed", "log_retention_days", "spark_home"),
     },
     "worker": {
         *(

@@ -1,7 +1,8 @@
 """The task types a worker runs, looked up by the kind of a :class:`TaskExecution`.
 
-One module per task type (``shell`` today). :func:`default_task_types` is the registry the app uses;
-tests and future task types add entries by constructing :class:`TaskTypes` with their own mapping.
+One module per task type (``shell``, ``spark``). :func:`default_task_types` is the registry the
+app uses; tests and future task types add entries by constructing :class:`TaskTypes` with their
+own mapping.
 What the task types share: :mod:`~dsched_worker.tasks.spawner` (working directory, environment,
 spawn), :mod:`~dsched_worker.tasks.script` (a script inline or through a file, OUT parameters from
 ``setValue`` lines), :mod:`~dsched_worker.tasks.child` (dsched's own programs run as a child
@@ -13,16 +14,26 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from dsched.spark import SparkSpec
 from dsched.spec import ShellSpec, TaskKind
 from dsched_worker.process import GroupRecords
-from dsched_worker.tasks.base import OutputSink, RunningTask, SpawnError, TaskExit, TaskType
+from dsched_worker.tasks.base import (
+    OutputSink,
+    ReportsApplications,
+    RunningTask,
+    SpawnError,
+    TaskExit,
+    TaskType,
+)
 from dsched_worker.tasks.environment import DEFAULT_ALLOW
 from dsched_worker.tasks.shell import ShellTaskType
+from dsched_worker.tasks.spark import SparkTaskType
 from dsched_worker.tasks.spawner import Spawner
 from dsched_worker.workdirs import WorkDirs
 
 __all__ = [
     "OutputSink",
+    "ReportsApplications",
     "RunningTask",
     "SpawnError",
     "TaskExit",
@@ -56,10 +67,12 @@ def default_task_types(
     env_allow: Iterable[str] = DEFAULT_ALLOW,
     records: GroupRecords | None = None,
     workdirs: WorkDirs | None = None,
+    spark_home: Path | None = None,
 ) -> TaskTypes:
     """Every task type this worker supports, working under ``exec_root``; tasks inherit the
     variables of ``base_env`` that ``env_allow`` names; the process groups of running tasks are
-    recorded in ``records``; ``workdirs`` makes their working directories."""
+    recorded in ``records``; ``workdirs`` makes their working directories; SPARK tasks submit
+    with ``<spark_home>/bin/spark-submit`` (None: the installed pyspark's)."""
     spawner = Spawner(
         exec_root=exec_root,
         base_env=base_env,
@@ -67,4 +80,5 @@ def default_task_types(
         records=records,
         workdirs=workdirs,
     )
-    return TaskTypes({ShellSpec: ShellTaskType(spawner=spawner, bash=bash)})
+    spark = SparkTaskType(spawner=spawner, base_env=base_env, spark_home=spark_home)
+    return TaskTypes({ShellSpec: ShellTaskType(spawner=spawner, bash=bash), SparkSpec: spark})

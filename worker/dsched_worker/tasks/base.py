@@ -6,9 +6,9 @@ type only knows how to start its kind of work, where its output goes, and how to
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from dsched_server.protocol.execution import TaskExecution
 
@@ -29,10 +29,12 @@ class OutputSink(Protocol):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskExit:
-    """How a task ended: ``returncode`` as Python reports it (negative: killed by that signal)."""
+    """How a task ended: ``returncode`` as Python reports it (negative: killed by that signal);
+    ``application_id``: the Spark application it ran, if any."""
 
     returncode: int
     out_params: Mapping[str, str] = field(default_factory=dict)
+    application_id: str = ""
 
 
 class RunningTask(Protocol):
@@ -47,6 +49,15 @@ class RunningTask(Protocol):
 
     async def kill(self, grace: float) -> None:
         """Asks it to stop, then forces it after ``grace`` seconds. ``wait`` reports the end."""
+        ...
+
+
+@runtime_checkable
+class ReportsApplications(Protocol):
+    """A running task that learns the id of an application it runs elsewhere (a Spark job)."""
+
+    def watch_applications(self, listener: Callable[[str], None]) -> None:
+        """Calls ``listener`` with the latest id found so far, if any, and with each new one."""
         ...
 
 

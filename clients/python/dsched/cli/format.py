@@ -145,7 +145,8 @@ def zoned(value: datetime | None, zone: str) -> str:
 
 
 def task_rows(tasks: Iterable[TaskInstance]) -> str:
-    """The task table of ``dsched show``; superseded attempts are marked with ``*``."""
+    """The task table of ``dsched show``; superseded attempts are marked with ``*``; the last
+    column is a SPARK attempt's Spark application id."""
     rows = (
         (
             t.id,
@@ -156,10 +157,14 @@ def task_rows(tasks: Iterable[TaskInstance]) -> str:
             when(t.start_time),
             elapsed(t.duration),
             ABSENT if t.exit_code is None else t.exit_code,
+            t.application_id or ABSENT,
         )
         for t in tasks
     )
-    headers = ("id", "task", "attempt", "state", "host", "start", "duration", "exit code")
+    headers = (
+        *("id", "task", "attempt", "state", "host", "start", "duration", "exit code"),
+        "application",
+    )
     return table(headers, rows)
 
 

@@ -2,6 +2,7 @@ import datetime
 
 from dsched.v1 import dependent_pb2 as _dependent_pb2
 from dsched.v1 import enums_pb2 as _enums_pb2
+from dsched.v1 import spark_pb2 as _spark_pb2
 from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
@@ -31,7 +32,7 @@ class ShellTask(_message.Message):
     def __init__(self, script: _Optional[str] = ...) -> None: ...
 
 class TaskDefinition(_message.Message):
-    __slots__ = ("name", "description", "upstream_tasks", "priority", "worker_group", "retries", "retry_interval", "timeout", "timeout_strategy", "delay", "params", "disabled", "shell", "dependent")
+    __slots__ = ("name", "description", "upstream_tasks", "priority", "worker_group", "retries", "retry_interval", "timeout", "timeout_strategy", "delay", "params", "disabled", "shell", "dependent", "spark")
     class ParamsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -53,6 +54,7 @@ class TaskDefinition(_message.Message):
     DISABLED_FIELD_NUMBER: _ClassVar[int]
     SHELL_FIELD_NUMBER: _ClassVar[int]
     DEPENDENT_FIELD_NUMBER: _ClassVar[int]
+    SPARK_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     upstream_tasks: _containers.RepeatedScalarFieldContainer[str]
@@ -67,7 +69,8 @@ class TaskDefinition(_message.Message):
     disabled: bool
     shell: ShellTask
     dependent: _dependent_pb2.DependentTask
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., upstream_tasks: _Optional[_Iterable[str]] = ..., priority: _Optional[_Union[_enums_pb2.Priority, str]] = ..., worker_group: _Optional[str] = ..., retries: _Optional[int] = ..., retry_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., timeout_strategy: _Optional[_Union[_enums_pb2.TimeoutStrategy, str]] = ..., delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., params: _Optional[_Mapping[str, str]] = ..., disabled: _Optional[bool] = ..., shell: _Optional[_Union[ShellTask, _Mapping]] = ..., dependent: _Optional[_Union[_dependent_pb2.DependentTask, _Mapping]] = ...) -> None: ...
+    spark: _spark_pb2.SparkTask
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., upstream_tasks: _Optional[_Iterable[str]] = ..., priority: _Optional[_Union[_enums_pb2.Priority, str]] = ..., worker_group: _Optional[str] = ..., retries: _Optional[int] = ..., retry_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., timeout_strategy: _Optional[_Union[_enums_pb2.TimeoutStrategy, str]] = ..., delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., params: _Optional[_Mapping[str, str]] = ..., disabled: _Optional[bool] = ..., shell: _Optional[_Union[ShellTask, _Mapping]] = ..., dependent: _Optional[_Union[_dependent_pb2.DependentTask, _Mapping]] = ..., spark: _Optional[_Union[_spark_pb2.SparkTask, _Mapping]] = ...) -> None: ...
 
 class Workflow(_message.Message):
     __slots__ = ("project", "name", "code", "version", "description", "tasks", "params", "release_state", "create_time", "update_time")
@@ -183,7 +186,7 @@ class WorkflowInstance(_message.Message):
     def __init__(self, id: _Optional[int] = ..., project: _Optional[str] = ..., workflow: _Optional[str] = ..., workflow_code: _Optional[int] = ..., workflow_version: _Optional[int] = ..., state: _Optional[_Union[_enums_pb2.WorkflowInstanceState, str]] = ..., command_type: _Optional[_Union[_enums_pb2.CommandType, str]] = ..., params: _Optional[_Mapping[str, str]] = ..., start_tasks: _Optional[_Iterable[str]] = ..., task_depend_type: _Optional[_Union[_enums_pb2.TaskDependType, str]] = ..., failure_strategy: _Optional[_Union[_enums_pb2.FailureStrategy, str]] = ..., priority: _Optional[_Union[_enums_pb2.Priority, str]] = ..., worker_group: _Optional[str] = ..., dry_run: _Optional[bool] = ..., host: _Optional[str] = ..., run_times: _Optional[int] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., state_reason: _Optional[str] = ..., var_pool: _Optional[_Mapping[str, str]] = ..., schedule_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., time_zone: _Optional[str] = ..., trigger: _Optional[_Union[_enums_pb2.RunTrigger, str]] = ..., backfill_id: _Optional[int] = ..., schedule_id: _Optional[int] = ...) -> None: ...
 
 class TaskInstance(_message.Message):
-    __slots__ = ("id", "workflow_instance_id", "task_name", "attempt", "retry_times", "state", "valid", "host", "pid", "log_path", "exit_code", "submit_time", "start_time", "end_time", "out_params", "priority", "worker_group", "state_reason")
+    __slots__ = ("id", "workflow_instance_id", "task_name", "attempt", "retry_times", "state", "valid", "host", "pid", "log_path", "exit_code", "submit_time", "start_time", "end_time", "out_params", "priority", "worker_group", "state_reason", "application_id")
     class OutParamsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -209,6 +212,7 @@ class TaskInstance(_message.Message):
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     WORKER_GROUP_FIELD_NUMBER: _ClassVar[int]
     STATE_REASON_FIELD_NUMBER: _ClassVar[int]
+    APPLICATION_ID_FIELD_NUMBER: _ClassVar[int]
     id: int
     workflow_instance_id: int
     task_name: str
@@ -227,7 +231,8 @@ class TaskInstance(_message.Message):
     priority: _enums_pb2.Priority
     worker_group: str
     state_reason: str
-    def __init__(self, id: _Optional[int] = ..., workflow_instance_id: _Optional[int] = ..., task_name: _Optional[str] = ..., attempt: _Optional[int] = ..., retry_times: _Optional[int] = ..., state: _Optional[_Union[_enums_pb2.TaskInstanceState, str]] = ..., valid: _Optional[bool] = ..., host: _Optional[str] = ..., pid: _Optional[int] = ..., log_path: _Optional[str] = ..., exit_code: _Optional[int] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., out_params: _Optional[_Mapping[str, str]] = ..., priority: _Optional[_Union[_enums_pb2.Priority, str]] = ..., worker_group: _Optional[str] = ..., state_reason: _Optional[str] = ...) -> None: ...
+    application_id: str
+    def __init__(self, id: _Optional[int] = ..., workflow_instance_id: _Optional[int] = ..., task_name: _Optional[str] = ..., attempt: _Optional[int] = ..., retry_times: _Optional[int] = ..., state: _Optional[_Union[_enums_pb2.TaskInstanceState, str]] = ..., valid: _Optional[bool] = ..., host: _Optional[str] = ..., pid: _Optional[int] = ..., log_path: _Optional[str] = ..., exit_code: _Optional[int] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., out_params: _Optional[_Mapping[str, str]] = ..., priority: _Optional[_Union[_enums_pb2.Priority, str]] = ..., worker_group: _Optional[str] = ..., state_reason: _Optional[str] = ..., application_id: _Optional[str] = ...) -> None: ...
 
 class InstanceEvent(_message.Message):
     __slots__ = ("sequence", "workflow_instance_id", "task_instance_id", "task_name", "workflow_state", "task_state", "kind", "message", "create_time")

@@ -26,7 +26,7 @@ from dsched.v1 import enums_pb2 as dsched_dot_v1_dot_enums__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"dsched/v1/task_event_service.proto\x12\tdsched.v1\x1a\x15\x64sched/v1/enums.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xec\x02\n\tTaskEvent\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12\x18\n\x10task_instance_id\x18\x02 \x01(\x03\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\x05\x12\x1c\n\x14workflow_instance_id\x18\x04 \x01(\x03\x12&\n\x04type\x18\x05 \x01(\x0e\x32\x18.dsched.v1.TaskEventType\x12.\n\nevent_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\texit_code\x18\x07 \x01(\x05\x12\x37\n\nout_params\x18\x08 \x03(\x0b\x32#.dsched.v1.TaskEvent.OutParamsEntry\x12\x0b\n\x03pid\x18\t \x01(\x05\x12\x10\n\x08log_path\x18\n \x01(\t\x12\x0f\n\x07message\x18\x0b \x01(\t\x1a\x30\n\x0eOutParamsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"m\n\x17ReportTaskEventsRequest\x12\x16\n\x0eworker_address\x18\x01 \x01(\t\x12\x14\n\x0cworker_epoch\x18\x02 \x01(\x03\x12$\n\x06\x65vents\x18\x03 \x03(\x0b\x32\x14.dsched.v1.TaskEvent\"w\n\x0cTaskEventAck\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12.\n\x08\x64\x65\x63ision\x18\x02 \x01(\x0e\x32\x1c.dsched.v1.TaskEventDecision\x12\x15\n\rowner_address\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\"A\n\x18ReportTaskEventsResponse\x12%\n\x04\x61\x63ks\x18\x01 \x03(\x0b\x32\x17.dsched.v1.TaskEventAck2s\n\x10TaskEventService\x12_\n\x10ReportTaskEvents\x12\".dsched.v1.ReportTaskEventsRequest\x1a#.dsched.v1.ReportTaskEventsResponse(\x01\x30\x01\x42\x8a\x01\n\rcom.dsched.v1B\x15TaskEventServiceProtoP\x01Z5github.com/dsched/dsched/clients/go/dschedv1;dschedv1\xa2\x02\x03\x44XX\xaa\x02\tDsched.V1\xca\x02\tDsched\\V1\xea\x02\nDsched::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"dsched/v1/task_event_service.proto\x12\tdsched.v1\x1a\x15\x64sched/v1/enums.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x84\x03\n\tTaskEvent\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12\x18\n\x10task_instance_id\x18\x02 \x01(\x03\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\x05\x12\x1c\n\x14workflow_instance_id\x18\x04 \x01(\x03\x12&\n\x04type\x18\x05 \x01(\x0e\x32\x18.dsched.v1.TaskEventType\x12.\n\nevent_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\texit_code\x18\x07 \x01(\x05\x12\x37\n\nout_params\x18\x08 \x03(\x0b\x32#.dsched.v1.TaskEvent.OutParamsEntry\x12\x0b\n\x03pid\x18\t \x01(\x05\x12\x10\n\x08log_path\x18\n \x01(\t\x12\x0f\n\x07message\x18\x0b \x01(\t\x12\x16\n\x0e\x61pplication_id\x18\x0c \x01(\t\x1a\x30\n\x0eOutParamsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"m\n\x17ReportTaskEventsRequest\x12\x16\n\x0eworker_address\x18\x01 \x01(\t\x12\x14\n\x0cworker_epoch\x18\x02 \x01(\x03\x12$\n\x06\x65vents\x18\x03 \x03(\x0b\x32\x14.dsched.v1.TaskEvent\"w\n\x0cTaskEventAck\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12.\n\x08\x64\x65\x63ision\x18\x02 \x01(\x0e\x32\x1c.dsched.v1.TaskEventDecision\x12\x15\n\rowner_address\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\"A\n\x18ReportTaskEventsResponse\x12%\n\x04\x61\x63ks\x18\x01 \x03(\x0b\x32\x17.dsched.v1.TaskEventAck2s\n\x10TaskEventService\x12_\n\x10ReportTaskEvents\x12\".dsched.v1.ReportTaskEventsRequest\x1a#.dsched.v1.ReportTaskEventsResponse(\x01\x30\x01\x42\x8a\x01\n\rcom.dsched.v1B\x15TaskEventServiceProtoP\x01Z5github.com/dsched/dsched/clients/go/dschedv1;dschedv1\xa2\x02\x03\x44XX\xaa\x02\tDsched.V1\xca\x02\tDsched\\V1\xea\x02\nDsched::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,15 +37,15 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TASKEVENT_OUTPARAMSENTRY']._loaded_options = None
   _globals['_TASKEVENT_OUTPARAMSENTRY']._serialized_options = b'8\001'
   _globals['_TASKEVENT']._serialized_start=106
-  _globals['_TASKEVENT']._serialized_end=470
-  _globals['_TASKEVENT_OUTPARAMSENTRY']._serialized_start=422
-  _globals['_TASKEVENT_OUTPARAMSENTRY']._serialized_end=470
-  _globals['_REPORTTASKEVENTSREQUEST']._serialized_start=472
-  _globals['_REPORTTASKEVENTSREQUEST']._serialized_end=581
-  _globals['_TASKEVENTACK']._serialized_start=583
-  _globals['_TASKEVENTACK']._serialized_end=702
-  _globals['_REPORTTASKEVENTSRESPONSE']._serialized_start=704
-  _globals['_REPORTTASKEVENTSRESPONSE']._serialized_end=769
-  _globals['_TASKEVENTSERVICE']._serialized_start=771
-  _globals['_TASKEVENTSERVICE']._serialized_end=886
+  _globals['_TASKEVENT']._serialized_end=494
+  _globals['_TASKEVENT_OUTPARAMSENTRY']._serialized_start=446
+  _globals['_TASKEVENT_OUTPARAMSENTRY']._serialized_end=494
+  _globals['_REPORTTASKEVENTSREQUEST']._serialized_start=496
+  _globals['_REPORTTASKEVENTSREQUEST']._serialized_end=605
+  _globals['_TASKEVENTACK']._serialized_start=607
+  _globals['_TASKEVENTACK']._serialized_end=726
+  _globals['_REPORTTASKEVENTSRESPONSE']._serialized_start=728
+  _globals['_REPORTTASKEVENTSRESPONSE']._serialized_end=793
+  _globals['_TASKEVENTSERVICE']._serialized_start=795
+  _globals['_TASKEVENTSERVICE']._serialized_end=910
 # @@protoc_insertion_point(module_scope)

@@ -11,7 +11,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class TaskEvent(_message.Message):
-    __slots__ = ("event_id", "task_instance_id", "attempt", "workflow_instance_id", "type", "event_time", "exit_code", "out_params", "pid", "log_path", "message")
+    __slots__ = ("event_id", "task_instance_id", "attempt", "workflow_instance_id", "type", "event_time", "exit_code", "out_params", "pid", "log_path", "message", "application_id")
     class OutParamsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -30,6 +30,7 @@ class TaskEvent(_message.Message):
     PID_FIELD_NUMBER: _ClassVar[int]
     LOG_PATH_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    APPLICATION_ID_FIELD_NUMBER: _ClassVar[int]
     event_id: str
     task_instance_id: int
     attempt: int
@@ -41,7 +42,8 @@ class TaskEvent(_message.Message):
     pid: int
     log_path: str
     message: str
-    def __init__(self, event_id: _Optional[str] = ..., task_instance_id: _Optional[int] = ..., attempt: _Optional[int] = ..., workflow_instance_id: _Optional[int] = ..., type: _Optional[_Union[_enums_pb2.TaskEventType, str]] = ..., event_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., exit_code: _Optional[int] = ..., out_params: _Optional[_Mapping[str, str]] = ..., pid: _Optional[int] = ..., log_path: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+    application_id: str
+    def __init__(self, event_id: _Optional[str] = ..., task_instance_id: _Optional[int] = ..., attempt: _Optional[int] = ..., workflow_instance_id: _Optional[int] = ..., type: _Optional[_Union[_enums_pb2.TaskEventType, str]] = ..., event_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., exit_code: _Optional[int] = ..., out_params: _Optional[_Mapping[str, str]] = ..., pid: _Optional[int] = ..., log_path: _Optional[str] = ..., message: _Optional[str] = ..., application_id: _Optional[str] = ...) -> None: ...
 
 class ReportTaskEventsRequest(_message.Message):
     __slots__ = ("worker_address", "worker_epoch", "events")

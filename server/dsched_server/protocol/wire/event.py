@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from google.protobuf.message import DecodeError
 
 from dsched.errors import FieldViolation, InvalidArgument
+from dsched.spark import APPLICATION_ID
 from dsched.v1 import enums_pb2, task_event_service_pb2
 from dsched_server.protocol.event import TaskEvent, TaskEventType
 from dsched_server.protocol.wire import checks
@@ -14,7 +15,7 @@ from dsched_server.protocol.wire import checks
 MAX_EVENT_ID_LENGTH = 64  # "<epoch>-<sequence>": two int64 and a dash fit with room to spare
 # The fields that mean the same, under the same name and type, in the value and the message.
 _IDS = ("event_id", "task_instance_id", "attempt", "workflow_instance_id")
-_SAME = (*_IDS, "exit_code", "pid", "log_path", "message")
+_SAME = (*_IDS, "exit_code", "pid", "log_path", "message", "application_id")
 
 
 def event_to_proto(event: TaskEvent) -> task_event_service_pb2.TaskEvent:
@@ -39,6 +40,8 @@ def event_from_proto(msg: task_event_service_pb2.TaskEvent) -> TaskEvent:
     if kind is None:
         out.append(FieldViolation("type", f"unknown value {msg.type}"))
     event_time = checks.timestamp("event_time", msg.event_time, out)
+    if msg.application_id and not APPLICATION_ID.fullmatch(msg.application_id):
+        out.append(FieldViolation("application_id", "is not a Spark application id"))
     if out or kind is None:
         raise InvalidArgument("invalid task event", violations=out)
     return TaskEvent(

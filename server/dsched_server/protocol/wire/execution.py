@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from dsched.convert import spark_from_proto, spark_to_proto
 from dsched.errors import FieldViolation, InvalidArgument
 from dsched.names import name_violation
 from dsched.options import TimeoutStrategy
+from dsched.spark import SparkSpec, application_ids_violations, spark_violations
 from dsched.spec import MAX_SCRIPT_BYTES, MAX_TIMEOUT, ShellSpec
 from dsched.v1 import enums_pb2, resources_pb2, worker_service_pb2
 from dsched_server.protocol.execution import TaskExecution
@@ -30,15 +32,20 @@ MAX_QUEUE_RANK = 1000
 
 
 def execution_to_proto(execution: TaskExecution) -> worker_service_pb2.TaskExecution:
-    return worker_service_pb2.TaskExecution(
+    msg = worker_service_pb2.TaskExecution(
         **checks.same_named(execution, _SAME),
         idempotency_key=execution.idempotency_key,
         params=dict(execution.params),
         timeout=checks.to_duration(execution.timeout),
         timeout_strategy=f"TIMEOUT_STRATEGY_{execution.timeout_strategy.value}",
         submit_time=checks.to_timestamp(execution.submit_time),
-        shell=resources_pb2.ShellTask(script=execution.kind.script),
+        earlier_application_ids=list(execution.earlier_application_ids),
     )
+    if isinstance(execution.kind, SparkSpec):
+        msg.spark.CopyFrom(spark_to_proto(execution.kind))
+    else:
+        msg.shell.CopyFrom(resources_pb2.ShellTask(script=execution.kind.script))
+    return msg
 
 
 def dispatch_request(
@@ -109,7 +116,10 @@ def execution_from_proto(
     checks.params(f"{path}.params", task.params, out)
     timeout = checks.duration(f"{path}.timeout", task.timeout, MAX_TIMEOUT, out)
     strategy = _timeout_strategy(task.timeout_strategy, path, out)
-    kind = _shell(task, path, out)
+    kind = _kind(task, path, out)
+    out.extend(
+        application_ids_violations(f"{path}.earlier_application_ids", task.earlier_application_ids)
+    )
     submit = (
         checks.timestamp(f"{path}.submit_time", task.submit_time, out)
         if task.HasField("submit_time")
@@ -125,6 +135,7 @@ def execution_from_proto(
         params=dict(task.params),
         timeout=timeout,
         timeout_strategy=strategy,
+        earlier_application_ids=tuple(task.earlier_application_ids),
     )
 
 
@@ -140,10 +151,15 @@ def _timeout_strategy(value: int, path: str, out: list[FieldViolation]) -> Timeo
     return found
 
 
-def _shell(
+def _kind(
     msg: worker_service_pb2.TaskExecution, path: str, out: list[FieldViolation]
-) -> ShellSpec | None:
-    if msg.WhichOneof("kind") != "shell":
+) -> ShellSpec | SparkSpec | None:
+    which = msg.WhichOneof("kind")
+    if which == "spark":
+        spark = spark_from_proto(msg.spark, f"{path}.spark", out)
+        out.extend(spark_violations(f"{path}.spark", spark))
+        return spark
+    if which != "shell":
         out.append(FieldViolation(f"{path}.kind", "a task type (e.g. shell) is required"))
         return None
     script = msg.shell.script
