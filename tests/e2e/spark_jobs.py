@@ -32,10 +32,10 @@ spark.stop()
 """
 
 
-def standalone_for_spark(tmp: Path) -> Iterator[Standalone]:
+def standalone_for_spark(tmp: Path, worker: str | None = None) -> Iterator[Standalone]:
     """A standalone whose worker passes SPARK_LOCAL_IP to spark-submit; stopped cleanly."""
     env = clean_env(DSCHED_LOG_LEVEL="INFO", DSCHED_CPU_THRESHOLD="1", **SPARK_ENV)
-    server = start_standalone(tmp, env=env)
+    server = start_standalone(tmp, env=env, worker=worker)
     try:
         yield server
     finally:
