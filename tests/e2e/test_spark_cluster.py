@@ -98,8 +98,9 @@ def test_a_worker_killed_mid_job_leaves_exactly_one_application(
 
     def rerun() -> TaskInstance | None:
         ti = task_of(dsched_client, instance.id, "count")
-        ok = ti is not None and ti.id != first.id and ti.state is TaskState.RUNNING
-        return ti if ok and ti.application_id else None
+        if ti is None or ti.id == first.id or ti.state is not TaskState.RUNNING:
+            return None
+        return ti if ti.application_id else None
 
     second = eventually(rerun, timeout=SPARK_TIMEOUT_S, interval=0.5, what="the re-run's app")
     assert second.application_id != first.application_id, (first, second)
