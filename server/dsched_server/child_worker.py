@@ -68,6 +68,8 @@ _WORKER_SETTINGS = (
     "disk_threshold",
     "task_env_allow",
     "spark_home",
+    "python_interpreter",
+    "http_allow",
     "workdir_keep_failed",
     "log_retention_days",
 )

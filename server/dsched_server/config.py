@@ -137,6 +137,8 @@ class Settings:
     disk_threshold: float = 0.9
     task_env_allow: str = ""
     spark_home: str = ""  # SPARK tasks' spark-submit: <spark_home>/bin; empty: pyspark's own
+    python_interpreter: str = ""
+    http_allow: str = ""
     workdir_keep_failed: float = WORKDIR_KEEP_FAILED_S
     log_retention_days: float = LOG_RETENTION_DAYS
     request_id_retention_days: float = REQUEST_ID_RETENTION_DAYS
@@ -161,6 +163,11 @@ class Settings:
         """``task_env_allow`` as entries: the worker's variables tasks inherit besides the
         defaults (a trailing ``*`` makes an entry a prefix)."""
         return tuple(self.task_env_allow.split(",")) if self.task_env_allow else ()
+
+    @property
+    def http_allow_list(self) -> tuple[str, ...]:
+        """``http_allow`` as entries: the URL patterns HTTP tasks may request (none if empty)."""
+        return tuple(self.http_allow.split(",")) if self.http_allow else ()
 
     @property
     def address(self) -> str:
@@ -269,6 +276,8 @@ _OPTIONS = (
     _Option("disk_threshold", float),
     _Option("task_env_allow", str),
     _Option("spark_home", str),
+    _Option("python_interpreter", str),
+    _Option("http_allow", str),
     _Option("workdir_keep_failed", float),
     _Option("log_retention_days", float),
     _Option("request_id_retention_days", float),

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, get_args
 from urllib.parse import urlsplit
 
 from dsched.names import MAX_WORKER_GROUP_LENGTH, PARAM_NAME_RE, WORKER_GROUP_RE
+from dsched.python_spec import interpreter_violation
 
 HostSelector = Literal["lower_weight", "round_robin", "random"]
 HOST_SELECTORS: tuple[HostSelector, ...] = get_args(HostSelector)
@@ -193,6 +195,27 @@ def _check_env_allow(value: object) -> object:
     return ",".join(entries)
 
 
+def _check_interpreter(value: object) -> object:
+    # The default interpreter of PYTHON tasks: what a task may name itself (python_spec).
+    problem = interpreter_violation("python_interpreter", str(value)) if value else None
+    if problem is not None:
+        raise ValueError(problem.description)
+    return str(value)
+
+
+# scheme://host[:port][/path-prefix]; dsched_worker.programs.allow parses an entry in full when
+# the worker starts (this keeps the settings parser free of worker code).
+_HTTP_ALLOW_RE = re.compile(r"(?i:https?)://[^/\s@?#]+(/[^\s?#]*)?\Z")
+
+
+def _check_http_allow(value: object) -> object:
+    entries = [e.strip() for e in str(value).replace(",", " ").split()]
+    for entry in entries:
+        if not _HTTP_ALLOW_RE.match(entry):
+            raise ValueError(f"{entry!r} is not http(s)://host[:port][/path-prefix]")
+    return ",".join(entries)
+
+
 def _check_db_url(value: object) -> object:
     return normalize_db_url(str(value))
 
@@ -252,6 +275,8 @@ _CHECKS: dict[str, Callable[[object], object]] = {
     "memory_threshold": _in_range(0, 1, open_low=True),
     "disk_threshold": _in_range(0, 1, open_low=True),
     "task_env_allow": _check_env_allow,
+    "python_interpreter": _check_interpreter,
+    "http_allow": _check_http_allow,
     "workdir_keep_failed": _in_range(0, 365 * 86400),
     "log_retention_days": _in_range(0, 36500),
     "request_id_retention_days": _in_range(0, 36500),

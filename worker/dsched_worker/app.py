@@ -96,9 +96,11 @@ class WorkerOptions:
     :data:`~dsched_worker.tasks.environment.DEFAULT_ALLOW` (``PREFIX*`` entries match prefixes).
     ``spark_home``: the Spark whose ``bin/spark-submit`` runs SPARK tasks (empty: the installed
     pyspark package's).
-    ``workdir_keep_failed``: seconds an unsuccessful attempt's working directory is kept (a
-    successful one's goes at once); ``log_retention_days``: days a task log is kept after its last
-    write (0: for ever). See :mod:`dsched_worker.janitor`.
+    ``python_interpreter``: the default interpreter of PYTHON tasks (empty: the worker's own
+    Python); ``http_allow``: URL patterns HTTP tasks may request (empty: none;
+    :mod:`dsched_worker.programs.allow`). ``workdir_keep_failed``: seconds an unsuccessful
+    attempt's working directory is kept (a successful one's goes at once); ``log_retention_days``:
+    days a task log is kept after its last write (0: for ever). See :mod:`dsched_worker.janitor`.
     """
 
     data_dir: Path
@@ -122,6 +124,8 @@ class WorkerOptions:
     thresholds: Thresholds = field(default_factory=Thresholds)
     task_env_allow: tuple[str, ...] = ()
     spark_home: str = ""
+    python_interpreter: str = ""
+    http_allow: tuple[str, ...] = ()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WorkerOptions:
@@ -142,6 +146,8 @@ class WorkerOptions:
             fence_after=None if settings.embedded_registry else fence_deadline(settings),
             task_env_allow=settings.task_env_allow_list,
             spark_home=settings.spark_home,
+            python_interpreter=settings.python_interpreter,
+            http_allow=settings.http_allow_list,
             workdir_keep_failed=settings.workdir_keep_failed,
             log_retention_days=settings.log_retention_days,
         )
@@ -212,6 +218,8 @@ class Worker:
                 records=self.records,
                 workdirs=self.workdirs,
                 spark_home=Path(options.spark_home) if options.spark_home else None,
+                python=options.python_interpreter,
+                http_allow=options.http_allow,
             ),
             clock=clock,
             slots=options.slots,

@@ -43,6 +43,8 @@ if TYPE_CHECKING:
         Unauthenticated,
         Unavailable,
     )
+    from dsched.http_spec import HttpMethod, HttpSpec
+    from dsched.http_task import Http
     from dsched.options import (
         CommandType,
         FailureStrategy,
@@ -51,6 +53,8 @@ if TYPE_CHECKING:
         TaskDependType,
         TimeoutStrategy,
     )
+    from dsched.python_spec import PythonSpec
+    from dsched.python_task import Python, task
     from dsched.results import (
         ClusterMember,
         InstanceEvent,
@@ -120,6 +124,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "WorkflowInstance",
         "WorkflowVersionInfo",
     ),
+    "dsched.http_spec": ("HttpMethod", "HttpSpec"),
+    "dsched.http_task": ("Http",),
+    "dsched.python_spec": ("PythonSpec",),
+    "dsched.python_task": ("Python", "task"),
     "dsched.schedules": ("Schedule",),
     "dsched.spark_task": ("Spark",),
     "dsched.spec": ("ShellSpec", "TaskSpec", "WorkflowSpec"),
@@ -145,6 +153,9 @@ __all__ = [
     "FailedPrecondition",
     "FailureStrategy",
     "FieldViolation",
+    "Http",
+    "HttpMethod",
+    "HttpSpec",
     "IllegalTransition",
     "InstanceEvent",
     "InstanceEventKind",
@@ -159,6 +170,8 @@ __all__ = [
     "PermissionDenied",
     "Priority",
     "Project",
+    "Python",
+    "PythonSpec",
     "Reconnect",
     "ReleaseState",
     "ResourceExhausted",
@@ -186,6 +199,7 @@ __all__ = [
     "WorkflowVersionInfo",
     "collect",
     "default_client",
+    "task",
 ]
 
 

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Any, TypeVar, overload
+from typing import TypeVar, overload
 
-from google.protobuf import duration_pb2, timestamp_pb2
-from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
+from google.protobuf import timestamp_pb2
 from google.protobuf.message import Message
 
+from dsched import convert_kinds
 from dsched.dependency import (
     DEFAULT_CHECK_INTERVAL,
     Cycle,
@@ -52,6 +52,9 @@ from dsched.options import (
     TaskDependType,
     TimeoutStrategy,
 )
+from dsched.proto_fields import EnumMap as EnumMap
+from dsched.proto_fields import duration as _duration
+from dsched.proto_fields import option as _option
 from dsched.results import (
     Backfill,
     BackfillProgress,
@@ -85,33 +88,6 @@ from dsched.v1 import (
 )
 
 E = TypeVar("E", bound=StrEnum)
-
-# Duration limits of google.protobuf.Duration (about 10 000 years).
-_MAX_DURATION_SECONDS = 315_576_000_000
-_NANOS_PER_SECOND = 1_000_000_000
-
-
-class EnumMap:
-    """Number <-> member table for one StrEnum whose values are proto names without ``prefix``.
-
-    The tables below are shared with the server's API layer; ``by_number`` and ``by_member`` are
-    the two directions, :meth:`number` and :meth:`name` the forms message fields accept.
-    """
-
-    def __init__(self, members: type[StrEnum], wrapper: EnumTypeWrapper, prefix: str) -> None:
-        self.prefix = prefix
-        self.by_number: dict[int, StrEnum] = {wrapper.Value(prefix + m.value): m for m in members}
-
-        self.by_member: dict[StrEnum, int] = {m: n for n, m in self.by_number.items()}
-
-    def name(self, member: StrEnum) -> str:
-        """The proto enum name (``PRIORITY_HIGH``); message constructors accept names."""
-        return self.prefix + member.value
-
-    def number(self, member: StrEnum) -> Any:
-        """The proto enum number, typed Any so that it can be assigned to a message's enum field."""
-        return self.by_member[member]
-
 
 PRIORITY = EnumMap(Priority, enums_pb2.Priority, "PRIORITY_")
 TIMEOUT_STRATEGY = EnumMap(TimeoutStrategy, enums_pb2.TimeoutStrategy, "TIMEOUT_STRATEGY_")
@@ -204,6 +180,8 @@ def task_spec_to_proto(task: TaskSpec) -> resources_pb2.TaskDefinition:
         msg.dependent.CopyFrom(dependent_to_proto(task.kind))
     elif isinstance(task.kind, SparkSpec):
         msg.spark.CopyFrom(spark_to_proto(task.kind))
+    else:
+        convert_kinds.kind_into(msg, task.kind)
     return msg
 
 
@@ -305,41 +283,6 @@ def workflow_spec_to_proto(spec: WorkflowSpec) -> resources_pb2.Workflow:
     )
 
 
-def _option(
-    table: EnumMap, kind: type[E], number: int, default: E, path: str, out: list[FieldViolation]
-) -> E:
-    member = table.by_number.get(number)
-    if number == 0 or member is None:
-        if number != 0:
-            out.append(FieldViolation(path, f"unknown {table.prefix.rstrip('_')} value {number}"))
-        return default
-    return kind(member.value)
-
-
-def _duration(
-    msg: Message,
-    name: str,
-    path: str,
-    out: list[FieldViolation],
-    default: timedelta = timedelta(0),
-) -> timedelta:
-    if not msg.HasField(name):
-        return default
-    value: duration_pb2.Duration = getattr(msg, name)
-    seconds, nanos = value.seconds, value.nanos
-    if abs(seconds) > _MAX_DURATION_SECONDS or abs(nanos) >= _NANOS_PER_SECOND:
-        out.append(FieldViolation(path, "is not a valid duration (out of range)"))
-    elif (seconds > 0 > nanos) or (seconds < 0 < nanos):
-        out.append(
-            FieldViolation(path, "is not a valid duration (seconds and nanos differ in sign)")
-        )
-    elif seconds < 0 or nanos < 0:
-        out.append(FieldViolation(path, "must not be negative"))
-    else:
-        return timedelta(seconds=seconds, microseconds=nanos // 1000)
-    return timedelta(0)
-
-
 def task_spec_from_proto(
     msg: resources_pb2.TaskDefinition, path: str, out: list[FieldViolation]
 ) -> TaskSpec:
@@ -352,6 +295,8 @@ def task_spec_from_proto(
         kind = dependent_from_proto(msg.dependent, f"{path}.dependent", out)
     elif which == "spark":
         kind = spark_from_proto(msg.spark, f"{path}.spark", out)
+    else:
+        kind = convert_kinds.kind_from(msg, which, path, out)
     return TaskSpec(
         name=msg.name,
         kind=kind,

@@ -8,13 +8,13 @@ so they read the same in an SDK exception and in a grpcurl error.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from dsched.dependency import DependentSpec, dependent_violations
 from dsched.errors import FieldViolation, InvalidArgument, InvalidWorkflow
+from dsched.http_spec import HttpSpec, http_violations
 from dsched.names import (
     PARAMETER_NAME_REASONS,
     name_violation,
@@ -24,7 +24,11 @@ from dsched.names import (
     worker_group_violation,
 )
 from dsched.options import Priority, TimeoutStrategy
+from dsched.python_spec import PythonSpec, python_violations
 from dsched.spark import SparkSpec, spark_violations
+from dsched.text import CONTROL_RE, NOT_TEXT, SURROGATE_RE, script_violation
+from dsched.text import MAX_SCRIPT_BYTES as MAX_SCRIPT_BYTES
+from dsched.text import text_violation as text_violation
 
 # Limits. They bound memory and work per request (a hostile client cannot make the master build a
 # million-node graph) and stay far above what a hand-written pipeline needs.
@@ -32,7 +36,6 @@ MAX_DESCRIPTION_LENGTH = 1024
 MAX_TASKS = 2000
 MAX_EDGES = 20000
 MAX_UPSTREAMS_PER_TASK = 1000
-MAX_SCRIPT_BYTES = 256 * 1024
 MAX_PARAMS = 256
 MAX_PARAM_VALUE_BYTES = 64 * 1024
 MAX_RETRIES = 100
@@ -50,13 +53,9 @@ MAX_SCRIPTS_BYTES = 1024 * 1024  # every script of a definition together (UTF-8)
 MAX_PARAMS_BYTES = 256 * 1024
 MAX_VAR_POOL_PARAMS = 1024  # distinct OUT parameters an instance collects from its tasks
 
-# C0 controls except tab, newline and carriage return, DEL, and the C1 controls (U+009B is CSI, a
-# terminal escape on its own).
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-# Lone surrogates (os.environ and os.fsdecode make them from undecodable bytes) have no UTF-8 form,
-# so they could never travel in a proto string.
-_SURROGATE_RE = re.compile(r"[\ud800-\udfff]")
-_NOT_TEXT = "is not valid Unicode text (lone surrogate)"
+_CONTROL_RE = CONTROL_RE  # the names other modules import from here
+_SURROGATE_RE = SURROGATE_RE
+_NOT_TEXT = NOT_TEXT
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,7 +65,7 @@ class ShellSpec:
     script: str
 
 
-TaskKind = ShellSpec | DependentSpec | SparkSpec
+TaskKind = ShellSpec | DependentSpec | PythonSpec | SparkSpec | HttpSpec
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,17 +96,6 @@ class WorkflowSpec:
     tasks: tuple[TaskSpec, ...]
     description: str = ""
     params: Mapping[str, str] = field(default_factory=dict)
-
-
-def text_violation(path: str, value: str, limit: int) -> FieldViolation | None:
-    """Checks free text: a length limit and no control characters other than tab and newlines."""
-    if len(value) > limit:
-        return FieldViolation(path, f"longer than {limit} characters")
-    if _CONTROL_RE.search(value):
-        return FieldViolation(path, "contains control characters")
-    if _SURROGATE_RE.search(value):
-        return FieldViolation(path, _NOT_TEXT)
-    return None
 
 
 def params_violations(path: str, params: Mapping[str, str]) -> list[FieldViolation]:
@@ -187,6 +175,11 @@ def _task_size(task: TaskSpec) -> int:
         size += _len_field(_dependent_size(task.kind), tag=2)  # field 21
     elif isinstance(task.kind, SparkSpec):
         size += _len_field(spark_bytes(task.kind), tag=2)  # field 23
+    elif isinstance(task.kind, PythonSpec):
+        kind = _text_field(task.kind.script) + _text_field(task.kind.interpreter)
+        size += _len_field(kind, tag=2)  # field 22
+    elif isinstance(task.kind, HttpSpec):
+        size += _len_field(_http_size(task.kind), tag=2)  # field 26
     return size
 
 
@@ -203,6 +196,21 @@ def spark_bytes(kind: SparkSpec) -> int:
         + sum(_len_field(_utf8(t), tag=1) for t in (*kind.py_files, *kind.files, *kind.args))
         + _map_size(kind.conf)
         + _SPARK_SCALARS
+    )
+
+
+# An HTTP task's scalars: the method, the timeout, the response cap; each status code at most 10
+# bytes plus the packed field's framing.
+_HTTP_SCALARS = 2 + 19 + 11 + 3
+
+
+def _http_size(kind: HttpSpec) -> int:
+    texts = (kind.url, kind.body, kind.body_contains, kind.response_param)
+    return (
+        sum(_text_field(t) for t in texts)
+        + _map_size(kind.headers)
+        + 10 * len(kind.expected_status)
+        + _HTTP_SCALARS
     )
 
 
@@ -258,7 +266,9 @@ def size_violations(spec: WorkflowSpec) -> list[FieldViolation]:
     if params is not None:
         out.append(params)
     scripts = sum(
-        _utf8(t.kind.script) for t in spec.tasks if isinstance(t.kind, ShellSpec | SparkSpec)
+        _utf8(t.kind.script)
+        for t in spec.tasks
+        if isinstance(t.kind, ShellSpec | PythonSpec | SparkSpec)
     )
     if scripts > MAX_SCRIPTS_BYTES:
         out.append(
@@ -300,17 +310,13 @@ def _task_violations(path: str, task: TaskSpec, spec: WorkflowSpec) -> list[Fiel
     if task.kind is None:
         found.append(FieldViolation(f"{path}.kind", "a task type (e.g. shell) is required"))
     elif isinstance(task.kind, ShellSpec):
-        script = task.kind.script
-        if not script.strip():
-            found.append(FieldViolation(f"{path}.shell.script", "must not be empty"))
-        elif _SURROGATE_RE.search(script):
-            found.append(FieldViolation(f"{path}.shell.script", _NOT_TEXT))
-        elif len(script.encode()) > MAX_SCRIPT_BYTES:
-            found.append(FieldViolation(f"{path}.shell.script", "is larger than 256 KiB"))
-        elif "\x00" in script:
-            found.append(FieldViolation(f"{path}.shell.script", "contains a NUL character"))
+        found.append(script_violation(f"{path}.shell.script", task.kind.script))
     elif isinstance(task.kind, SparkSpec):
         found.extend(spark_violations(f"{path}.spark", task.kind))
+    elif isinstance(task.kind, PythonSpec):
+        found.extend(python_violations(f"{path}.python", task.kind))
+    elif isinstance(task.kind, HttpSpec):
+        found.extend(http_violations(f"{path}.http", task.kind))
     else:
         found.extend(
             dependent_violations(

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from dsched.options import TimeoutStrategy
-from dsched.spark import SparkSpec
-from dsched.spec import ShellSpec, TaskSpec
+from dsched.spec import TaskSpec
 from dsched.states import InstanceEventKind, TaskState, WorkflowState
 from dsched_server.core import execution as ex
 from dsched_server.core.builtin_params import RunIdentity
@@ -28,7 +27,7 @@ from dsched_server.engine.effects import Effects
 from dsched_server.engine.jobs import DispatchJob
 from dsched_server.engine.messages import AttemptCheck, Check
 from dsched_server.engine.run_state import RunState, Track
-from dsched_server.protocol.execution import TaskExecution
+from dsched_server.protocol.execution import WORKER_KINDS, TaskExecution
 from dsched_server.store.batch import BatchWrites
 from dsched_server.store.events import NewEvent
 from dsched_server.store.task_instances import NewAttempt, TaskValues, TaskWrite
@@ -202,7 +201,7 @@ class Decider:
         st = self.st
         task = st.dag.tasks[track.task]
         # Validated definitions always have a kind, and the master runs the others itself.
-        assert isinstance(task.kind, ShellSpec | SparkSpec)
+        assert isinstance(task.kind, WORKER_KINDS)
         spec = TaskExecution(
             task_instance_id=track.ti_id,
             attempt=track.attempt,

@@ -21,11 +21,14 @@ import logging
 from collections import defaultdict
 
 from dsched.backoff import Backoff
+from dsched.python_spec import PythonSpec
+from dsched.spark import SparkSpec
 from dsched.spec import ShellSpec, params_bytes, spark_bytes
 from dsched_server.engine.jobs import DispatchJob
 from dsched_server.engine.messages import Dispatched, Waiting
 from dsched_server.engine.worker_client import RequestRefused, WorkerCallError, WorkerClient
 from dsched_server.engine.workers import WorkerDirectory, WorkerRef
+from dsched_server.protocol.execution import WorkerKind
 
 log = logging.getLogger(__name__)
 
@@ -232,12 +235,26 @@ def _release(job: DispatchJob) -> None:
 
 
 def job_bytes(job: DispatchJob) -> int:
-    """An upper estimate of the job's TaskExecution on the wire: its script (or Spark
-    application) and parameters plus the framing of each parameter and a kilobyte for the other
-    fields."""
-    kind = job.spec.kind
-    script = len(kind.script.encode()) if isinstance(kind, ShellSpec) else spark_bytes(kind)
-    return script + params_bytes(job.spec.params) + 16 * len(job.spec.params) + 1024
+    """An upper estimate of the job's TaskExecution on the wire: its script and parameters plus
+    the framing of each parameter and a kilobyte for the other fields."""
+    return (
+        _kind_bytes(job.spec.kind)
+        + params_bytes(job.spec.params)
+        + 16 * len(job.spec.params)
+        + 1024
+    )
+
+
+def _kind_bytes(kind: WorkerKind) -> int:
+    """The texts of a task kind, with the framing of each header."""
+    if isinstance(kind, ShellSpec):
+        return len(kind.script.encode())
+    if isinstance(kind, PythonSpec):
+        return len(kind.script.encode()) + len(kind.interpreter.encode())
+    if isinstance(kind, SparkSpec):
+        return spark_bytes(kind)
+    texts = (kind.url, kind.body, kind.body_contains, kind.response_param)
+    return sum(len(t.encode()) for t in texts) + params_bytes(kind.headers) + 16 * len(kind.headers)
 
 
 def _cancelled(job: DispatchJob) -> bool:

@@ -6,10 +6,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+from dsched.http_spec import HttpSpec
 from dsched.options import TimeoutStrategy
+from dsched.python_spec import PythonSpec
 from dsched.spark import SparkSpec
 from dsched.spec import ShellSpec
 from dsched_server.protocol.attempt import AttemptKey
+
+# The kinds a worker runs (a DEPENDENT task is evaluated on the master).
+WorkerKind = ShellSpec | PythonSpec | SparkSpec | HttpSpec
+WORKER_KINDS = (ShellSpec, PythonSpec, SparkSpec, HttpSpec)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,8 +37,7 @@ class TaskExecution:
     workflow_version: int
     task_name: str
     idempotency_key: str
-    # The kinds a worker runs (a DEPENDENT task is evaluated on the master).
-    kind: ShellSpec | SparkSpec
+    kind: WorkerKind
     owner_address: str
     owner_epoch: int
     submit_time: datetime

@@ -17,7 +17,9 @@ from dsched.dependency import (
     DependentSpec,
     Relation,
 )
+from dsched.http_spec import HttpSpec, http_from_json, http_to_json
 from dsched.options import FailureStrategy, Priority, TaskDependType, TimeoutStrategy
+from dsched.python_spec import PythonSpec
 from dsched.spark import DeployMode, SparkProgram, SparkSpec
 from dsched.spec import ShellSpec, TaskKind, TaskSpec
 from dsched_server.core.records import RunOptions, RunScope
@@ -34,6 +36,10 @@ def task_type(spec: TaskSpec) -> str:
         return "DEPENDENT"
     if isinstance(spec.kind, SparkSpec):
         return "SPARK"
+    if isinstance(spec.kind, PythonSpec):
+        return "PYTHON"
+    if isinstance(spec.kind, HttpSpec):
+        return "HTTP"
     raise ValueError(f"unsupported task kind {spec.kind!r}")
 
 
@@ -46,6 +52,10 @@ def task_to_json(spec: TaskSpec) -> dict[str, Any]:
         kind = _dependent_to_json(spec.kind)
     elif isinstance(spec.kind, SparkSpec):
         kind = _spark_to_json(spec.kind)
+    elif isinstance(spec.kind, PythonSpec):
+        kind = {"script": spec.kind.script, "interpreter": spec.kind.interpreter}
+    elif isinstance(spec.kind, HttpSpec):
+        kind = http_to_json(spec.kind)
     return {
         "kind": kind,
         "description": spec.description,
@@ -71,6 +81,12 @@ def task_from_json(
         kind = _dependent_from_json(doc["kind"])
     elif task_type_name == "SPARK":
         kind = _spark_from_json(doc["kind"])
+    elif task_type_name == "PYTHON":
+        kind = PythonSpec(
+            script=doc["kind"]["script"], interpreter=doc["kind"].get("interpreter", "")
+        )
+    elif task_type_name == "HTTP":
+        kind = http_from_json(doc["kind"])
     return TaskSpec(
         name=name,
         kind=kind,

@@ -65,3 +65,7 @@ def make_closure() -> Any:
         return secret
 
     return closure
+
+
+def reserved_parameter(PATH: str) -> None:
+    return None

@@ -1,8 +1,8 @@
 """The task types a worker runs, looked up by the kind of a :class:`TaskExecution`.
 
-One module per task type (``shell``, ``spark``). :func:`default_task_types` is the registry the
-app uses; tests and future task types add entries by constructing :class:`TaskTypes` with their
-own mapping.
+One module per task type (``shell``, ``python``, ``spark``, ``http``). :func:`default_task_types`
+is the registry the app uses; tests and future task types add entries by constructing
+:class:`TaskTypes` with their own mapping.
 What the task types share: :mod:`~dsched_worker.tasks.spawner` (working directory, environment,
 spawn), :mod:`~dsched_worker.tasks.script` (a script inline or through a file, OUT parameters from
 ``setValue`` lines), :mod:`~dsched_worker.tasks.child` (dsched's own programs run as a child
@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from dsched.http_spec import HttpSpec
+from dsched.python_spec import PythonSpec
 from dsched.spark import SparkSpec
 from dsched.spec import ShellSpec, TaskKind
 from dsched_worker.process import GroupRecords
@@ -25,7 +27,10 @@ from dsched_worker.tasks.base import (
     TaskExit,
     TaskType,
 )
+from dsched_worker.tasks.child import ChildPrograms
 from dsched_worker.tasks.environment import DEFAULT_ALLOW
+from dsched_worker.tasks.http import HttpTaskType
+from dsched_worker.tasks.python import PythonTaskType
 from dsched_worker.tasks.shell import ShellTaskType
 from dsched_worker.tasks.spark import SparkTaskType
 from dsched_worker.tasks.spawner import Spawner
@@ -68,11 +73,15 @@ def default_task_types(
     records: GroupRecords | None = None,
     workdirs: WorkDirs | None = None,
     spark_home: Path | None = None,
+    python: str = "",
+    http_allow: Iterable[str] = (),
 ) -> TaskTypes:
     """Every task type this worker supports, working under ``exec_root``; tasks inherit the
     variables of ``base_env`` that ``env_allow`` names; the process groups of running tasks are
     recorded in ``records``; ``workdirs`` makes their working directories; SPARK tasks submit
-    with ``<spark_home>/bin/spark-submit`` (None: the installed pyspark's)."""
+    with ``<spark_home>/bin/spark-submit`` (None: the installed pyspark's). ``python``: the
+    default interpreter of PYTHON tasks (empty: the worker's own); ``http_allow``: the URL
+    patterns HTTP tasks may request (empty: none). Raises ValueError for a bad pattern."""
     spawner = Spawner(
         exec_root=exec_root,
         base_env=base_env,
@@ -81,4 +90,11 @@ def default_task_types(
         workdirs=workdirs,
     )
     spark = SparkTaskType(spawner=spawner, base_env=base_env, spark_home=spark_home)
-    return TaskTypes({ShellSpec: ShellTaskType(spawner=spawner, bash=bash), SparkSpec: spark})
+    return TaskTypes(
+        {
+            ShellSpec: ShellTaskType(spawner=spawner, bash=bash),
+            PythonSpec: PythonTaskType(spawner=spawner, interpreter=python),
+            SparkSpec: spark,
+            HttpSpec: HttpTaskType(children=ChildPrograms(spawner), allow=tuple(http_allow)),
+        }
+    )

@@ -2,6 +2,8 @@ import datetime
 
 from dsched.v1 import dependent_pb2 as _dependent_pb2
 from dsched.v1 import enums_pb2 as _enums_pb2
+from dsched.v1 import http_task_pb2 as _http_task_pb2
+from dsched.v1 import python_task_pb2 as _python_task_pb2
 from dsched.v1 import spark_pb2 as _spark_pb2
 from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
@@ -32,7 +34,7 @@ class ShellTask(_message.Message):
     def __init__(self, script: _Optional[str] = ...) -> None: ...
 
 class TaskDefinition(_message.Message):
-    __slots__ = ("name", "description", "upstream_tasks", "priority", "worker_group", "retries", "retry_interval", "timeout", "timeout_strategy", "delay", "params", "disabled", "shell", "dependent", "spark")
+    __slots__ = ("name", "description", "upstream_tasks", "priority", "worker_group", "retries", "retry_interval", "timeout", "timeout_strategy", "delay", "params", "disabled", "shell", "dependent", "python", "spark", "http")
     class ParamsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -54,7 +56,9 @@ class TaskDefinition(_message.Message):
     DISABLED_FIELD_NUMBER: _ClassVar[int]
     SHELL_FIELD_NUMBER: _ClassVar[int]
     DEPENDENT_FIELD_NUMBER: _ClassVar[int]
+    PYTHON_FIELD_NUMBER: _ClassVar[int]
     SPARK_FIELD_NUMBER: _ClassVar[int]
+    HTTP_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     upstream_tasks: _containers.RepeatedScalarFieldContainer[str]
@@ -69,8 +73,10 @@ class TaskDefinition(_message.Message):
     disabled: bool
     shell: ShellTask
     dependent: _dependent_pb2.DependentTask
+    python: _python_task_pb2.PythonTask
     spark: _spark_pb2.SparkTask
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., upstream_tasks: _Optional[_Iterable[str]] = ..., priority: _Optional[_Union[_enums_pb2.Priority, str]] = ..., worker_group: _Optional[str] = ..., retries: _Optional[int] = ..., retry_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., timeout_strategy: _Optional[_Union[_enums_pb2.TimeoutStrategy, str]] = ..., delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., params: _Optional[_Mapping[str, str]] = ..., disabled: _Optional[bool] = ..., shell: _Optional[_Union[ShellTask, _Mapping]] = ..., dependent: _Optional[_Union[_dependent_pb2.DependentTask, _Mapping]] = ..., spark: _Optional[_Union[_spark_pb2.SparkTask, _Mapping]] = ...) -> None: ...
+    http: _http_task_pb2.HttpTask
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., upstream_tasks: _Optional[_Iterable[str]] = ..., priority: _Optional[_Union[_enums_pb2.Priority, str]] = ..., worker_group: _Optional[str] = ..., retries: _Optional[int] = ..., retry_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., timeout_strategy: _Optional[_Union[_enums_pb2.TimeoutStrategy, str]] = ..., delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., params: _Optional[_Mapping[str, str]] = ..., disabled: _Optional[bool] = ..., shell: _Optional[_Union[ShellTask, _Mapping]] = ..., dependent: _Optional[_Union[_dependent_pb2.DependentTask, _Mapping]] = ..., python: _Optional[_Union[_python_task_pb2.PythonTask, _Mapping]] = ..., spark: _Optional[_Union[_spark_pb2.SparkTask, _Mapping]] = ..., http: _Optional[_Union[_http_task_pb2.HttpTask, _Mapping]] = ...) -> None: ...
 
 class Workflow(_message.Message):
     __slots__ = ("project", "name", "code", "version", "description", "tasks", "params", "release_state", "create_time", "update_time")

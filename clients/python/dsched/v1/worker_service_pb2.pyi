@@ -1,6 +1,8 @@
 import datetime
 
 from dsched.v1 import enums_pb2 as _enums_pb2
+from dsched.v1 import http_task_pb2 as _http_task_pb2
+from dsched.v1 import python_task_pb2 as _python_task_pb2
 from dsched.v1 import resources_pb2 as _resources_pb2
 from dsched.v1 import spark_pb2 as _spark_pb2
 from google.protobuf import duration_pb2 as _duration_pb2
@@ -14,7 +16,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class TaskExecution(_message.Message):
-    __slots__ = ("task_instance_id", "attempt", "workflow_instance_id", "workflow_code", "workflow_version", "task_name", "idempotency_key", "params", "timeout", "timeout_strategy", "dry_run", "owner_address", "owner_epoch", "submit_time", "queue_rank", "shell", "spark", "earlier_application_ids")
+    __slots__ = ("task_instance_id", "attempt", "workflow_instance_id", "workflow_code", "workflow_version", "task_name", "idempotency_key", "params", "timeout", "timeout_strategy", "dry_run", "owner_address", "owner_epoch", "submit_time", "queue_rank", "shell", "python", "spark", "http", "earlier_application_ids")
     class ParamsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -38,7 +40,9 @@ class TaskExecution(_message.Message):
     SUBMIT_TIME_FIELD_NUMBER: _ClassVar[int]
     QUEUE_RANK_FIELD_NUMBER: _ClassVar[int]
     SHELL_FIELD_NUMBER: _ClassVar[int]
+    PYTHON_FIELD_NUMBER: _ClassVar[int]
     SPARK_FIELD_NUMBER: _ClassVar[int]
+    HTTP_FIELD_NUMBER: _ClassVar[int]
     EARLIER_APPLICATION_IDS_FIELD_NUMBER: _ClassVar[int]
     task_instance_id: int
     attempt: int
@@ -56,9 +60,11 @@ class TaskExecution(_message.Message):
     submit_time: _timestamp_pb2.Timestamp
     queue_rank: int
     shell: _resources_pb2.ShellTask
+    python: _python_task_pb2.PythonTask
     spark: _spark_pb2.SparkTask
+    http: _http_task_pb2.HttpTask
     earlier_application_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, task_instance_id: _Optional[int] = ..., attempt: _Optional[int] = ..., workflow_instance_id: _Optional[int] = ..., workflow_code: _Optional[int] = ..., workflow_version: _Optional[int] = ..., task_name: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., timeout_strategy: _Optional[_Union[_enums_pb2.TimeoutStrategy, str]] = ..., dry_run: _Optional[bool] = ..., owner_address: _Optional[str] = ..., owner_epoch: _Optional[int] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., queue_rank: _Optional[int] = ..., shell: _Optional[_Union[_resources_pb2.ShellTask, _Mapping]] = ..., spark: _Optional[_Union[_spark_pb2.SparkTask, _Mapping]] = ..., earlier_application_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, task_instance_id: _Optional[int] = ..., attempt: _Optional[int] = ..., workflow_instance_id: _Optional[int] = ..., workflow_code: _Optional[int] = ..., workflow_version: _Optional[int] = ..., task_name: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., timeout_strategy: _Optional[_Union[_enums_pb2.TimeoutStrategy, str]] = ..., dry_run: _Optional[bool] = ..., owner_address: _Optional[str] = ..., owner_epoch: _Optional[int] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., queue_rank: _Optional[int] = ..., shell: _Optional[_Union[_resources_pb2.ShellTask, _Mapping]] = ..., python: _Optional[_Union[_python_task_pb2.PythonTask, _Mapping]] = ..., spark: _Optional[_Union[_spark_pb2.SparkTask, _Mapping]] = ..., http: _Optional[_Union[_http_task_pb2.HttpTask, _Mapping]] = ..., earlier_application_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DispatchTaskRequest(_message.Message):
     __slots__ = ("task",)

@@ -5,14 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from dsched import convert_kinds
 from dsched.convert import spark_from_proto, spark_to_proto
 from dsched.errors import FieldViolation, InvalidArgument
+from dsched.http_spec import HttpSpec, http_violations
 from dsched.names import name_violation
 from dsched.options import TimeoutStrategy
+from dsched.python_spec import PythonSpec, python_violations
 from dsched.spark import SparkSpec, application_ids_violations, spark_violations
 from dsched.spec import MAX_SCRIPT_BYTES, MAX_TIMEOUT, ShellSpec
-from dsched.v1 import enums_pb2, resources_pb2, worker_service_pb2
-from dsched_server.protocol.execution import TaskExecution
+from dsched.v1 import enums_pb2, worker_service_pb2
+from dsched_server.protocol.execution import TaskExecution, WorkerKind
 from dsched_server.protocol.wire import checks
 
 MAX_KEY_LENGTH = 256
@@ -41,10 +44,12 @@ def execution_to_proto(execution: TaskExecution) -> worker_service_pb2.TaskExecu
         submit_time=checks.to_timestamp(execution.submit_time),
         earlier_application_ids=list(execution.earlier_application_ids),
     )
-    if isinstance(execution.kind, SparkSpec):
+    if isinstance(execution.kind, ShellSpec):
+        msg.shell.script = execution.kind.script
+    elif isinstance(execution.kind, SparkSpec):
         msg.spark.CopyFrom(spark_to_proto(execution.kind))
     else:
-        msg.shell.CopyFrom(resources_pb2.ShellTask(script=execution.kind.script))
+        convert_kinds.kind_into(msg, execution.kind)
     return msg
 
 
@@ -153,18 +158,24 @@ def _timeout_strategy(value: int, path: str, out: list[FieldViolation]) -> Timeo
 
 def _kind(
     msg: worker_service_pb2.TaskExecution, path: str, out: list[FieldViolation]
-) -> ShellSpec | SparkSpec | None:
+) -> WorkerKind | None:
     which = msg.WhichOneof("kind")
+    if which == "shell":
+        script = msg.shell.script
+        if len(script.encode()) > MAX_SCRIPT_BYTES:
+            out.append(FieldViolation(f"{path}.shell.script", "is larger than 256 KiB"))
+        elif "\x00" in script:
+            out.append(FieldViolation(f"{path}.shell.script", "contains a NUL character"))
+        return ShellSpec(script=script)
     if which == "spark":
         spark = spark_from_proto(msg.spark, f"{path}.spark", out)
         out.extend(spark_violations(f"{path}.spark", spark))
         return spark
-    if which != "shell":
+    kind = convert_kinds.kind_from(msg, which, path, out)
+    if isinstance(kind, PythonSpec):
+        out.extend(python_violations(f"{path}.python", kind))
+    elif isinstance(kind, HttpSpec):
+        out.extend(http_violations(f"{path}.http", kind))
+    else:
         out.append(FieldViolation(f"{path}.kind", "a task type (e.g. shell) is required"))
-        return None
-    script = msg.shell.script
-    if len(script.encode()) > MAX_SCRIPT_BYTES:
-        out.append(FieldViolation(f"{path}.shell.script", "is larger than 256 KiB"))
-    elif "\x00" in script:
-        out.append(FieldViolation(f"{path}.shell.script", "contains a NUL character"))
-    return ShellSpec(script=script)
+    return kind
