@@ -64,6 +64,12 @@ bench: setup
 bench-storm: setup
 	$(PY) -m tests.bench.cron_storm $(if $(REPEAT),--repeat $(REPEAT))
 
+# PYTHON task overhead against `python -c pass` spawned directly (issue 11); REPEAT=3 for three
+# fresh servers (tests/bench/python_bench.py).
+.PHONY: bench-python
+bench-python: setup
+	$(PY) -m tests.bench.python_bench $(if $(REPEAT),--repeat $(REPEAT))
+
 .PHONY: bench-cluster
 bench-cluster: setup
 	$(PY) -m tests.bench.cluster_bench

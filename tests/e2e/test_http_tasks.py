@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dsched import Client, Http, Python, Workflow, WorkflowState
-from tests.e2e.conftest import Standalone, by_task, clean_env, start_standalone
+from tests.e2e.conftest import Standalone, by_task, clean_env, cli, parse_table, start_standalone
 
 SECRET = "s3cr3t-t0k3n"
 
@@ -208,3 +208,25 @@ def test_a_json_response_as_out_param_is_verbatim(client: Client, site: _Site) -
     state, _, out = _run_one(client, "json", url=site.url("/api/ok"), response_param="doc")
     assert state is WorkflowState.SUCCEEDED
     assert json.loads(out["doc"]) == {"status": "green", "rows": 3}
+
+
+def test_dsched_show_names_the_types_and_the_request(
+    client: Client, site: _Site, http_server: Standalone
+) -> None:
+    with Workflow("shown", project="http") as wf:
+        Http(
+            "call",
+            site.url("/api/ok?token=" + SECRET),
+            headers={"Authorization": SECRET},
+            response_param="doc",
+        ) >> Python("after", "print('done')")
+    done = wf.run(client=client, timeout=90)
+    assert done.state is WorkflowState.SUCCEEDED
+
+    shown = cli(http_server, "show", str(done.id))
+    assert shown.returncode == 0, shown.stderr
+    types = {row["TASK"]: row["TYPE"] for row in parse_table(shown.stdout)}
+    assert types == {"call": "HTTP", "after": "PYTHON"}
+    assert f"call: HTTP GET http://127.0.0.1:{site.port}/api/ok?...  expects 2xx" in shown.stdout
+    assert "after: PYTHON worker default python, 1 lines" in shown.stdout
+    assert SECRET not in shown.stdout

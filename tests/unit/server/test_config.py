@@ -349,6 +349,7 @@ UNUSED: dict[Role, set[str]] = {
     "master": {
         *("worker_port", "worker_mode", "worker_slots", "outbox_fsync", "task_env_allow"),
         *("workdir_keep_failed", "log_retention_days", "spark_home"),
+        *("python_interpreter", "http_allow"),
     },
     "worker": {
         *(
@@ -438,3 +439,19 @@ def test_bad_cluster_listener_settings(
 
 def test_workers_have_no_cluster_listener_flags() -> None:
     assert "--cluster-port" in violations(["--cluster-port", "1"], "worker")["argv"]
+
+
+def test_python_interpreter_and_http_allow_are_checked() -> None:
+    s = load(DSCHED_HTTP_ALLOW=" https://a.example.com, http://127.0.0.1:8080/api ")
+    assert s.http_allow_list == ("https://a.example.com", "http://127.0.0.1:8080/api")
+    assert load().http_allow_list == ()
+    python = load(DSCHED_PYTHON_INTERPRETER="/opt/py/bin/python3").python_interpreter
+    assert python == "/opt/py/bin/python3"
+    for name, value in (
+        ("DSCHED_HTTP_ALLOW", "ftp://x"),
+        ("DSCHED_HTTP_ALLOW", "http://a@b"),
+        ("DSCHED_HTTP_ALLOW", "127.0.0.1"),
+        ("DSCHED_PYTHON_INTERPRETER", "python3 -c x"),
+        ("DSCHED_PYTHON_INTERPRETER", "bin/python"),
+    ):
+        assert violations(**{name: value}), (name, value)

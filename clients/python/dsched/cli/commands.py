@@ -12,9 +12,10 @@ from datetime import UTC, datetime, timedelta
 
 from dsched import coerce
 from dsched.cli import format as fmt
+from dsched.cli import kinds
 from dsched.cli.logs import LogFollower, Printer, event_line
 from dsched.client import Client
-from dsched.errors import FieldViolation, InvalidArgument
+from dsched.errors import FieldViolation, InvalidArgument, NotFound
 from dsched.options import HistoryKind, TaskDependType
 from dsched.results import InstanceEvent, ServerRole, WorkflowInstance
 from dsched.states import WorkflowState
@@ -127,9 +128,20 @@ def show(args: argparse.Namespace, client: Client) -> int:
     """An instance and all its task instances (superseded attempts included)."""
     instance = client.get_instance(args.instance)
     tasks = list(client.iter_task_instances(instance.id, include_superseded=True))
+    try:
+        definition = client.get_workflow(
+            instance.project, instance.workflow, version=instance.workflow_version
+        ).spec.tasks
+    except NotFound:  # the version was deleted since: show the run without the task types
+        definition = ()
+    types = {t.name: kinds.kind_name(t.kind) for t in definition}
     _out(fmt.instance_header(instance))
     _out("")
-    _out(fmt.task_rows(tasks))
+    _out(fmt.task_rows(tasks, types if definition else None))
+    details = kinds.detail_lines(definition)
+    if details:
+        _out("")
+        _out(details)
     reasons = fmt.task_reasons(tasks)
     if reasons:
         _out("")

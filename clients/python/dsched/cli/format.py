@@ -7,7 +7,7 @@ least two spaces, no colours, times in the local time zone (``-`` where a value 
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -144,13 +144,16 @@ def zoned(value: datetime | None, zone: str) -> str:
     return f"{value.astimezone(tz).strftime('%Y-%m-%d %H:%M:%S')} {zone}"
 
 
-def task_rows(tasks: Iterable[TaskInstance]) -> str:
+def task_rows(tasks: Iterable[TaskInstance], types: Mapping[str, str] | None = None) -> str:
     """The task table of ``dsched show``; superseded attempts are marked with ``*``; the last
-    column is a SPARK attempt's Spark application id."""
+    column is a SPARK attempt's Spark application id. ``types``: each task's type by name (a
+    column of its own when given)."""
+    kinds = types or {}
     rows = (
         (
             t.id,
             t.task_name,
+            *((kinds.get(t.task_name, ABSENT),) if types is not None else ()),
             f"{t.attempt}{'' if t.valid else '*'}",
             t.state,
             t.host,
@@ -161,8 +164,9 @@ def task_rows(tasks: Iterable[TaskInstance]) -> str:
         )
         for t in tasks
     )
+    typed = ("type",) if types is not None else ()
     headers = (
-        *("id", "task", "attempt", "state", "host", "start", "duration", "exit code"),
+        *("id", "task", *typed, "attempt", "state", "host", "start", "duration", "exit code"),
         "application",
     )
     return table(headers, rows)
