@@ -454,4 +454,5 @@ def test_python_interpreter_and_http_allow_are_checked() -> None:
         ("DSCHED_PYTHON_INTERPRETER", "python3 -c x"),
         ("DSCHED_PYTHON_INTERPRETER", "bin/python"),
     ):
-        assert violations(**{name: value}), (name, value)
+        with pytest.raises(InvalidArgument):
+            load_settings([], {**HOME, name: value}, role="standalone")
