@@ -65,6 +65,8 @@ class _Site:
                 elif self.path.startswith("/api/slow"):
                     site.release.wait(30)
                     self._answer(200, b"late")
+                elif self.path.startswith("/api/big"):
+                    self._answer(200, b"x" * (2 * 1024 * 1024))
                 elif self.path.startswith("/api/away"):
                     self._answer(302, b"", {"Location": f"http://127.0.0.1:{site.port}/admin"})
                 else:
@@ -202,6 +204,15 @@ def test_a_slow_server_times_out(client: Client, site: _Site) -> None:
     state, log, _ = _run_one(client, "slow", url=site.url("/api/slow"), request_timeout=1)
     assert state is WorkflowState.FAILED
     assert "error: request failed: " in log and "timed out" in log
+
+
+def test_a_response_over_the_cap_fails(client: Client, site: _Site) -> None:
+    state, log, _ = _run_one(client, "big", url=site.url("/api/big"), max_response_bytes=1000)
+    assert state is WorkflowState.FAILED
+    assert "error: the response body is larger than 1000 bytes (max_response_bytes)" in log
+    state, log, _ = _run_one(client, "bigout", url=site.url("/api/big"), response_param="all")
+    assert state is WorkflowState.FAILED  # 2 MiB is over the default cap of 1 MiB
+    assert "larger than 1048576 bytes" in log
 
 
 def test_a_json_response_as_out_param_is_verbatim(client: Client, site: _Site) -> None:
