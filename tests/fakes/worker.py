@@ -173,8 +173,9 @@ class FakeWorker:
         """How each attempt of ``task_name`` this worker had ended (None: not yet)."""
         return [a.ended for a in self.attempts.values() if a.spec.task_name == task_name]
 
-    async def running(self, task_name: str) -> Ack:
-        return await self.report(self.attempt(task_name), TaskEventType.RUNNING)
+    async def running(self, task_name: str, application_id: str = "") -> Ack:
+        attempt = self.attempt(task_name)
+        return await self.report(attempt, TaskEventType.RUNNING, application_id=application_id)
 
     async def succeed(self, task_name: str, out_params: dict[str, str] | None = None) -> Ack:
         return await self.report(self.attempt(task_name), TaskEventType.SUCCEEDED, out=out_params)
@@ -189,6 +190,7 @@ class FakeWorker:
         *,
         exit_code: int = 0,
         out: dict[str, str] | None = None,
+        application_id: str = "",
     ) -> Ack:
         """Reports an event of ``attempt`` to its owner, as the worker's event stream does, and
         returns the master's acknowledgement."""
@@ -205,6 +207,7 @@ class FakeWorker:
             exit_code=exit_code,
             out_params=out or {},
             log_path=f"/fake/{spec.task_instance_id}.log",
+            application_id=application_id,
         )
         ack = await self.workers.deliver(data, self, attempt.owner_address)
         self.workers.changed()

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from dsched.names import param_name_problem
 from dsched.options import TimeoutStrategy
+from dsched.spark import DeployMode, SparkProgram, SparkSpec
 from dsched.spec import ShellSpec
 from dsched_server.protocol.event import TaskEvent, TaskEventType
 from dsched_server.protocol.execution import TaskExecution
@@ -124,6 +125,45 @@ TIMES = st.datetimes(
 )
 
 
+_ARGS = st.text(max_size=20).filter(lambda v: "\x00" not in v)
+_PATHS = st.from_regex(r"[a-z/][a-z0-9_./]{0,20}", fullmatch=True)
+_APPLICATION_IDS = st.sampled_from(
+    [
+        *("local-1795927222049", "app-20261129050216-0000", "driver-20261129050216-0001"),
+        *("application_1795927222049_0042", "spark-jobs:etl-driver"),
+    ]
+)
+
+
+@st.composite
+def sparks(draw: st.DrawFn) -> SparkSpec:
+    """Valid SPARK tasks of each program type."""
+    program = draw(st.sampled_from(SparkProgram))
+    master = draw(st.sampled_from(["", "local[2]", "spark://127.0.0.1:7077", "yarn"]))
+    cluster = program is SparkProgram.JAR and master not in ("", "local[2]")
+    return SparkSpec(
+        program_type=program,
+        script="" if program is SparkProgram.JAR else draw(_ARGS.filter(str.strip)),
+        main_file=draw(_PATHS) if program is SparkProgram.JAR else "",
+        main_class="com.acme.Main" if program is SparkProgram.JAR else "",
+        master=master,
+        deploy_mode=DeployMode.CLUSTER if cluster and draw(st.booleans()) else DeployMode.CLIENT,
+        driver_cores=draw(st.integers(0, 8)),
+        driver_memory=draw(st.sampled_from(["", "512m", "2g", "1024"])),
+        num_executors=draw(st.integers(0, 8)),
+        conf=draw(
+            st.dictionaries(
+                st.sampled_from(["spark.a", "spark.b.c"]),
+                st.from_regex(r"[ -~]{0,20}", fullmatch=True),
+                max_size=2,
+            )
+        ),
+        py_files=tuple(draw(st.lists(_PATHS, max_size=2))),
+        app_name=draw(st.sampled_from(["", "etl"])),
+        args=tuple(draw(st.lists(_ARGS, max_size=3))),
+    )
+
+
 @st.composite
 def executions(draw: st.DrawFn) -> TaskExecution:
     return TaskExecution(
@@ -134,7 +174,8 @@ def executions(draw: st.DrawFn) -> TaskExecution:
         workflow_version=draw(st.integers(0, 2**31 - 1)),
         task_name=draw(st.from_regex(r"[A-Za-z][A-Za-z0-9 _-]{0,20}[a-z]", fullmatch=True)),
         idempotency_key=draw(st.from_regex(r"[ -~]{1,256}", fullmatch=True)),
-        kind=ShellSpec(script=draw(_VALUES)),
+        kind=draw(st.builds(ShellSpec, script=_VALUES) | sparks()),
+        earlier_application_ids=tuple(draw(st.lists(_APPLICATION_IDS, max_size=3))),
         owner_address=draw(ADDRESSES),
         owner_epoch=draw(_EPOCHS),
         submit_time=draw(TIMES),
@@ -159,6 +200,7 @@ def events(draw: st.DrawFn) -> TaskEvent:
         pid=draw(st.integers(0, 2**31 - 1)),
         log_path=draw(st.text(max_size=40)),
         message=draw(st.text(max_size=40)),
+        application_id=draw(st.sampled_from(["", "local-1795927222049"])),
     )
 
 
