@@ -133,3 +133,19 @@ def test_a_timeout_kills_the_script(client: Client) -> None:
     (attempt,) = by_task(client, done.id)["slow"]
     assert attempt.state is TaskState.FAILED
     assert "timed out" in attempt.state_reason
+
+
+def test_a_failed_attempt_is_retried(client: Client) -> None:
+    script = (
+        "import os, sys\n"
+        "print('attempt', os.environ['DSCHED_ATTEMPT'])\n"
+        "sys.exit(0 if os.environ['DSCHED_ATTEMPT'] == '2' else 3)\n"
+    )
+    with Workflow("flaky", project="py") as wf:
+        Python("flaky", script, retries=1)
+    done = wf.run(client=client, timeout=60)
+
+    assert done.state is WorkflowState.SUCCEEDED
+    first, second = by_task(client, done.id)["flaky"]
+    assert (first.state, first.exit_code) == (TaskState.FAILED, 3)
+    assert (second.state, second.exit_code) == (TaskState.SUCCEEDED, 0)

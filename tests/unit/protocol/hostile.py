@@ -14,8 +14,10 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from hypothesis import strategies as st
 
+from dsched.http_spec import CONTROLLED_HEADERS, MAX_REQUEST_TIMEOUT, HttpMethod, HttpSpec
 from dsched.names import param_name_problem
 from dsched.options import TimeoutStrategy
+from dsched.python_spec import PythonSpec
 from dsched.spark import DeployMode, SparkProgram, SparkSpec
 from dsched.spec import ShellSpec
 from dsched_server.protocol.event import TaskEvent, TaskEventType
@@ -164,6 +166,45 @@ def sparks(draw: st.DrawFn) -> SparkSpec:
     )
 
 
+_SCRIPTS = _VALUES.filter(lambda v: v.strip() != "")
+_HEADER_NAMES = _PARAM_NAMES.filter(lambda n: n.lower() not in CONTROLLED_HEADERS)
+_HEADER_VALUES = _VALUES.filter(lambda v: "\r" not in v and "\n" not in v)
+
+
+@st.composite
+def _http(draw: st.DrawFn) -> HttpSpec:
+    headers = draw(st.dictionaries(_HEADER_NAMES, _HEADER_VALUES, max_size=3))
+    unique = {k.lower(): k for k in headers}  # names are unique ignoring case
+    return HttpSpec(
+        url=draw(
+            st.sampled_from(
+                ["http://h/", "https://api.example.com:8443/v1/${dt}?q=${dt}", "http://[::1]:1/x"]
+            )
+        ),
+        method=draw(st.sampled_from(HttpMethod)),
+        headers={k: headers[k] for k in unique.values()},
+        body=draw(_VALUES),
+        request_timeout=draw(st.timedeltas(min_value=timedelta(0), max_value=MAX_REQUEST_TIMEOUT)),
+        expected_status=tuple(draw(st.lists(st.integers(100, 599), unique=True, max_size=4))),
+        body_contains=draw(_VALUES),
+        response_param=draw(st.one_of(st.just(""), _PARAM_NAMES)),
+        max_response_bytes=draw(st.integers(0, 16 * 1024 * 1024)),
+    )
+
+
+# The kinds a worker runs, valid (the wire checks them as the API does).
+KINDS = st.one_of(
+    st.builds(ShellSpec, script=_VALUES),
+    st.builds(
+        PythonSpec,
+        script=_SCRIPTS,
+        interpreter=st.sampled_from(["", "python3", "/usr/bin/python3"]),
+    ),
+    _http(),
+    sparks(),
+)
+
+
 @st.composite
 def executions(draw: st.DrawFn) -> TaskExecution:
     return TaskExecution(
@@ -174,7 +215,7 @@ def executions(draw: st.DrawFn) -> TaskExecution:
         workflow_version=draw(st.integers(0, 2**31 - 1)),
         task_name=draw(st.from_regex(r"[A-Za-z][A-Za-z0-9 _-]{0,20}[a-z]", fullmatch=True)),
         idempotency_key=draw(st.from_regex(r"[ -~]{1,256}", fullmatch=True)),
-        kind=draw(st.builds(ShellSpec, script=_VALUES) | sparks()),
+        kind=draw(KINDS),
         earlier_application_ids=tuple(draw(st.lists(_APPLICATION_IDS, max_size=3))),
         owner_address=draw(ADDRESSES),
         owner_epoch=draw(_EPOCHS),
