@@ -92,6 +92,27 @@ def test_spark_sql_binds_parameters_as_values(spark_client: Client) -> None:
     assert query.out_params == {"dt": hostile, "n": "5", "s": "a;b"}
 
 
+def count_multiples(spark, dt: str, every: str = "7") -> dict[str, object]:
+    """A PySpark body written as a function in the workflow file (it ships as text)."""
+    rows = spark.range(1000).filter(f"id % {int(every)} = 0").count()
+    return {"rows": rows, "day": dt}
+
+
+def test_a_pyspark_body_written_as_a_function(spark_client: Client, tmp_path: Path) -> None:
+    seen = tmp_path / "seen"
+    with Workflow("pysparkfn", project="spark-e2e", params={"dt": "2026-11-28"}) as wf:
+        job = Spark.from_function(
+            count_multiples, master="local[1]", conf={"spark.ui.enabled": "false"}
+        )
+        job >> Shell("after", f"echo \"$rows $day\" > '{seen}'")
+    instance = wf.run(client=spark_client, timeout=SPARK_TIMEOUT_S)
+    assert instance.state is WorkflowState.SUCCEEDED, instance
+    ti = task_of(spark_client, instance.id, "count_multiples")
+    assert ti is not None and ti.application_id.startswith("local-"), ti
+    assert ti.out_params == {"rows": "143", "day": "2026-11-28"}
+    assert seen.read_text().split() == ["143", "2026-11-28"]
+
+
 def test_a_killed_spark_task_stops_its_driver(spark_client: Client, release: Path) -> None:
     with Workflow("pysparkkill", project="spark-e2e") as wf:
         Spark(

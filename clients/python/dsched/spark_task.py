@@ -2,7 +2,12 @@
 
 Example::
 
-    with Workflow("daily", project="demo") as wf:
+    def count(spark, dt: str) -> dict[str, object]:
+        rows = spark.range(1000).filter("id % 7 = 0").count()   # imports go inside: only
+        return {"rows": rows, "day": dt}                        # the def travels
+
+    with Workflow("daily", project="demo", params={"dt": "2026-11-28"}) as wf:
+        Spark.from_function(count, master="local[2]")
         Spark("count", "from pyspark.sql import SparkSession\\n...", master="local[2]")
         Spark("totals", "SELECT :dt AS dt, count(*) AS n FROM range(10)", program_type="SQL")
         Spark("etl", program_type="JAR", main_file="/jobs/etl.jar", main_class="com.acme.Etl",
@@ -11,10 +16,13 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Unpack
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from typing import Any, Unpack
 
 from dsched import coerce
+from dsched.function_source import FunctionSource, function_source
+from dsched.python_task import function_script
 from dsched.spark import DEFAULT_MASTER, DeployMode, SparkProgram, SparkSpec
 from dsched.tasks import Task, TaskOptions
 
@@ -83,3 +91,44 @@ class Spark(Task):
 
     def kind(self) -> SparkSpec:
         return self.spec
+
+    @classmethod
+    def from_function(cls, fn: Callable[..., object], name: str = "", **options: Any) -> Spark:
+        """A PYSPARK task whose program is ``fn`` (named after it unless ``name`` says
+        otherwise); ``options`` are :class:`Spark`'s. ``fn`` ships as text, as an ``@task``
+        function does (:mod:`dsched.python_task`): its parameters take the task parameters of
+        the same names, a parameter ``spark`` takes the application's SparkSession (stopped when
+        ``fn`` returns), and a returned dict becomes OUT parameters."""
+        return cls(name or fn.__name__, pyspark_script(function_source(fn)), **options)
+
+
+# Calls the shipped function with a SparkSession for its parameter ``spark``.
+_SESSION = """
+
+def @WRAPPER@(**kwargs):
+    from pyspark.sql import SparkSession
+    session = SparkSession.builder.getOrCreate()
+    try:
+        return @NAME@(spark=session, **kwargs)
+    finally:
+        session.stop()
+
+
+@WRAPPER@.__name__ = "@NAME@"
+"""
+
+
+def pyspark_script(shipped: FunctionSource) -> str:
+    """The PySpark program that runs ``shipped`` (see :meth:`Spark.from_function`)."""
+    if "spark" not in shipped.parameters:
+        return function_script(shipped)
+    wrapper = f"_dsched_spark_{shipped.name}"
+    session = _SESSION.replace("@WRAPPER@", wrapper).replace("@NAME@", shipped.name)
+    return function_script(
+        replace(
+            shipped,
+            name=wrapper,
+            source=shipped.source + session,
+            parameters=tuple(p for p in shipped.parameters if p != "spark"),
+        )
+    )

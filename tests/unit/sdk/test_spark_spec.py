@@ -175,3 +175,18 @@ def test_the_counted_size_bounds_protobuf_s() -> None:
     spec = WorkflowSpec(project="p", name="w", tasks=(TaskSpec(name="t", kind=big),))
     exact = workflow_spec_to_proto(spec).ByteSize()
     assert exact <= encoded_size(spec) <= exact + 74 + 37
+
+
+def body(spark, dt: str) -> dict[str, object]:
+    return {"n": spark.range(3).count(), "dt": dt}
+
+
+def test_a_function_becomes_a_pyspark_program_given_a_session() -> None:
+    with Workflow("w", project="p") as wf:
+        task = Spark.from_function(body, master="local[1]")
+    assert task.name == "body" and wf.to_spec().tasks[0].kind == task.spec
+    script = task.spec.script
+    compile(script, "main.py", "exec")
+    assert "def body(spark, dt: str)" in script
+    assert "return body(spark=session, **kwargs)" in script
+    assert "('dt',)" in script  # the task parameters it reads: not spark
