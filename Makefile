@@ -70,6 +70,12 @@ bench-storm: setup
 bench-python: setup
 	$(PY) -m tests.bench.python_bench $(if $(REPEAT),--repeat $(REPEAT))
 
+# Issue 11: what dsched adds around a SPARK task (dispatch -> spark-submit start, application end
+# -> SUCCEEDED) next to the job's own run time (tests/bench/spark_bench.py).
+.PHONY: bench-spark
+bench-spark: setup
+	$(PY) -m tests.bench.spark_bench $(if $(REPEAT),--repeat $(REPEAT))
+
 .PHONY: bench-cluster
 bench-cluster: setup
 	$(PY) -m tests.bench.cluster_bench
