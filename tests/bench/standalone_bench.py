@@ -45,8 +45,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import IO
 
 from dsched import Client
 from tests.bench import backfill_bench
@@ -107,12 +109,20 @@ def standalone(
             proc.kill()
             raise SystemExit(f"standalone did not start: {line}{proc.stdout.read()}")
         child = re.search(r"\(process (\d+)\)", line)
+        # The server's log is read to the end: a full pipe would block it at its next warning.
+        drain = threading.Thread(target=_drain, args=(proc.stdout,), daemon=True)
+        drain.start()
         try:
             yield f"127.0.0.1:{port}", [proc.pid, *([int(child[1])] if child else [])]
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=60)
     data_removed()
+
+
+def _drain(stream: IO[str]) -> None:
+    for _ in stream:
+        pass
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -37,7 +37,7 @@ from dsched_server.core.cron import CronError, compile_cron
 from dsched_server.core.records import RunOptions
 from dsched_server.store import backfills as store
 from dsched_server.store import schedules as schedule_store
-from dsched_server.store.instances import RunTime
+from dsched_server.store.instances import NewRun, RunTime
 
 DEFAULT_CRON = "0 0 * * *"  # daily at midnight: DolphinScheduler's default for a complement
 _MICROSECOND = timedelta(microseconds=1)
@@ -169,15 +169,21 @@ async def advance(tx: Transaction, backfill_id: int) -> list[int]:
     starts = core.to_start(record.state, list(dates.values()), options)
     if starts:
         workflow = await runs.online_workflow(tx, record.project, record.workflow)
-        for d in starts:
-            when = RunTime(
-                schedule_time=d.when,
-                time_zone=record.time_zone,
-                trigger=RunTrigger.BACKFILL,
-                backfill_id=record.id,
+        new = [
+            NewRun(
+                workflow,
+                record.run_options,
+                RunTime(
+                    schedule_time=d.when,
+                    time_zone=record.time_zone,
+                    trigger=RunTrigger.BACKFILL,
+                    backfill_id=record.id,
+                ),
             )
-            instance_id = await runs.create(tx, workflow, record.run_options, when)
-            started.append(instance_id)
+            for d in starts
+        ]
+        started = await runs.create_many(tx, new)
+        for d, instance_id in zip(starts, started, strict=True):
             running = replace(d, state=DateState.RUNNING, instance_id=instance_id, started=tx.now)
             changed[d.position] = dates[d.position] = running
     await store.set_dates(tx.conn, backfill_id, list(changed.values()))

@@ -21,7 +21,7 @@ from dsched_server.core.records import InstanceRecord, RunOptions, RunScope, Wor
 from dsched_server.store import definitions, events
 from dsched_server.store import instances as instance_repo
 from dsched_server.store.events import NewEvent
-from dsched_server.store.instances import RunTime
+from dsched_server.store.instances import NewRun, RunTime
 
 W = WorkflowState
 
@@ -83,18 +83,21 @@ async def create(
 ) -> int:
     """Writes a SUBMITTED instance, its event and its command; wakes the consumer after the
     commit. Returns the instance id."""
-    instance_id = await instance_repo.create_instance(tx.conn, workflow, options, tx.now, when)
-    await events.append(
-        tx.conn,
-        [
-            NewEvent(
-                workflow_instance_id=instance_id, workflow_state=W.SUBMITTED, message="submitted"
-            )
-        ],
-        tx.now,
-    )
-    tx.command_added(instance_id)
-    return instance_id
+    return (await create_many(tx, [NewRun(workflow, options, when)]))[0]
+
+
+async def create_many(tx: Transaction, new: Sequence[NewRun]) -> list[int]:
+    """:func:`create` for each of ``new``, a statement per table for all of them (a batch of
+    fire times, a backfill's dates); returns the instance ids in the order of ``new``."""
+    ids = await instance_repo.create_instances(tx.conn, new, tx.now)
+    submitted = [
+        NewEvent(workflow_instance_id=i, workflow_state=W.SUBMITTED, message="submitted")
+        for i in ids
+    ]
+    await events.append(tx.conn, submitted, tx.now)
+    for instance_id in ids:
+        tx.command_added(instance_id)
+    return ids
 
 
 async def resume(tx: Transaction, instance_id: int) -> InstanceRecord:

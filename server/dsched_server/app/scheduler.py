@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy.exc import IntegrityError
 
 from dsched.errors import NotFound
-from dsched_server.app import schedules
+from dsched_server.app import firing
 from dsched_server.app.context import AppContext
 from dsched_server.app.transaction import Transaction, transact
 from dsched_server.background import Background
@@ -41,6 +41,8 @@ REFRESH_S = 5.0
 # covers that much skew between masters' clocks (re-reading a change is harmless).
 LOOK_BACK = timedelta(seconds=30)
 BATCH = 200
+# How long a storm of batches holds the event loop at most before letting it serve the rest.
+YIELD_S = 0.25
 
 
 class Scheduler(Background):
@@ -137,8 +139,23 @@ class Scheduler(Background):
                 await transact(self.ctx, functools.partial(_start_queued, schedule_id=schedule_id))
         started = 0
         due = self.queue.pop_due(self.ctx.clock.now())
-        for i in range(0, len(due), self._batch):
-            started += await self._fire(due[i : i + self._batch])
+        committed: list[Transaction] = []
+        loop = asyncio.get_running_loop()
+        paused = loop.time()
+        try:
+            for i in range(0, len(due), self._batch):
+                if loop.time() - paused >= YIELD_S:
+                    # On SQLite a batch awaits nothing: the loop serves the rest now and then
+                    # (the registry's heartbeats, the API), not after every batch, where the
+                    # runners and claims ready by then would take most of its time.
+                    await asyncio.sleep(0)
+                    paused = loop.time()
+                started += await self._fire(due[i : i + self._batch], committed)
+        finally:
+            # The command consumer is woken once the batches are written, not after each: woken
+            # early, it claims the first runs between the batches and delays the rest.
+            for tx in committed:
+                tx.wake(self.ctx)
         self.fired += started
         return started
 
@@ -183,18 +200,19 @@ class Scheduler(Background):
             else:
                 self.queue.remove(record.id)
 
-    async def _fire(self, ids: list[int]) -> int:
+    async def _fire(self, ids: list[int], committed: list[Transaction]) -> int:
         """Fires ``ids`` in one transaction; if another master fired one of them first (the
-        unique key), each on its own, so the others still fire. Returns the runs started."""
+        unique key), each on its own, so the others still fire. Returns the runs started; the
+        transactions that committed are appended to ``committed`` (to be woken)."""
         fired: dict[int, tuple[int, datetime | None]]
         try:
-            fired = await transact(self.ctx, functools.partial(_fire_all, ids=ids))
+            fired = await transact(self.ctx, functools.partial(_fire_all, ids=ids), defer=committed)
         except IntegrityError:
             fired = {}
             for schedule_id in ids:
                 try:
                     one = functools.partial(_fire_all, ids=[schedule_id])
-                    fired.update(await transact(self.ctx, one))
+                    fired.update(await transact(self.ctx, one, defer=committed))
                 except IntegrityError:
                     log.info("schedule %s: fired by another master", schedule_id)
                     fired[schedule_id] = (0, None)  # read again below
@@ -209,19 +227,13 @@ class Scheduler(Background):
 
 async def _fire_all(tx: Transaction, ids: Sequence[int]) -> dict[int, tuple[int, datetime | None]]:
     """Per schedule: the runs started and its next fire time (None: read it again)."""
-    out: dict[int, tuple[int, datetime | None]] = {}
-    for schedule_id in ids:
-        try:
-            fired = await schedules.fire(tx, schedule_id)
-            out[schedule_id] = (len(fired.started), fired.next_fire)
-        except NotFound:
-            out[schedule_id] = (0, None)
-    return out
+    fired = await firing.fire(tx, ids)
+    return {i: (len(f.started), f.next_fire) for i, f in fired.items()}
 
 
 async def _start_queued(tx: Transaction, schedule_id: int) -> None:
     with contextlib.suppress(NotFound):  # deleted meanwhile
-        await schedules.start_queued(tx, schedule_id)
+        await firing.start_queued(tx, schedule_id)
 
 
 def _next(record: ScheduleRecord, now: datetime) -> datetime | None:

@@ -1,45 +1,27 @@
-"""Schedules: create, update, delete, put online or offline, preview, and fire (README
-"Schedules"; ``core/schedule.py`` decides, ``store/schedules.py`` keeps, ``engine/scheduler.py``
-calls :func:`fire` when a schedule of its master's share is due).
-
-Firing writes, in one transaction, each due fire time's row (unique per schedule and time), the
-run it starts and its command, and the schedule's last and next fire times. A second master firing
-the same time fails on the unique key and writes nothing, so every fire time starts one run.
+"""Schedules: create, update, delete, put online or offline, preview (README "Schedules";
+``core/schedule.py`` decides, ``store/schedules.py`` keeps, ``app/firing.py`` fires them).
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from dsched.errors import FailedPrecondition, FieldViolation, InvalidArgument
-from dsched.options import ReleaseState, RunTrigger
-from dsched_server.app import runs
+from dsched.options import ReleaseState
 from dsched_server.app.transaction import Transaction
 from dsched_server.core.cron import Cron, CronError, compile_cron
 from dsched_server.core.schedule import (
-    Overlap,
-    OverlapAction,
     ScheduleRecord,
     ScheduleSpec,
-    due,
     next_fire,
-    on_overlap,
 )
 from dsched_server.store import definitions
 from dsched_server.store import schedules as store
-from dsched_server.store.instances import RunTime
 
 HORIZON = timedelta(days=5 * 365)  # a schedule must fire within this from now
 INTERVAL_SAMPLE = 20  # consecutive fire times whose gaps are checked against the minimum
-
-
-@dataclass(frozen=True, slots=True)
-class Fired:
-    started: tuple[int, ...]  # the runs started
-    next_fire: datetime | None
 
 
 def check(spec: ScheduleSpec, now: datetime, min_interval: timedelta, field: str) -> Cron:
@@ -151,68 +133,3 @@ def preview(cron: Cron, spec: ScheduleSpec, now: datetime, count: int) -> list[d
 
 def _next(cron: Cron, spec: ScheduleSpec, now: datetime) -> datetime | None:
     return next_fire(cron, ZoneInfo(spec.time_zone), now, spec.window)
-
-
-async def fire(tx: Transaction, schedule_id: int) -> Fired:
-    """Fires what is due of the schedule at ``tx.now`` (see the module docstring). Raises
-    IntegrityError when another master fired one of the same fire times first."""
-    record = await store.get(tx.conn, schedule_id)
-    if not record.online:
-        return Fired((), None)
-    spec = record.spec
-    cron, zone = compile_cron(spec.cron), ZoneInfo(spec.time_zone)
-    now = tx.now
-    found = due(
-        cron,
-        zone,
-        last=record.last_fire_time,
-        now=now,
-        window=spec.window,
-        catch_up=spec.catch_up,
-        cap=spec.catch_up_cap,
-    )
-    if found.fire and spec.overlap is Overlap.QUEUE:
-        # Serialises with start_queued, which locks the row too: a run that ends between this
-        # reading it as going on and this commit would otherwise look for queued fire times
-        # before this one is visible, and leave it queued for good.
-        await store.lock(tx.conn, schedule_id)
-    started: list[int] = []
-    workflow = await definitions.get_workflow(tx.conn, record.project, record.workflow)
-    for when in found.fire:
-        action = on_overlap(spec.overlap, await store.run_going_on(tx.conn, schedule_id))
-        if workflow.release_state is not ReleaseState.ONLINE:
-            action = OverlapAction.SKIP  # the workflow went offline: its fire times pass
-        instance_id = None
-        if action is OverlapAction.FIRE:
-            instance_id = await runs.create(tx, workflow, spec.run_options, _run_time(record, when))
-            started.append(instance_id)
-        state = {OverlapAction.FIRE: store.FIRED, OverlapAction.SKIP: store.SKIPPED}.get(
-            action, store.QUEUED
-        )
-        await store.add_fire(tx.conn, schedule_id, when, state, instance_id, now)
-    latest = next(cron.fires_before(now, zone), None)
-    upcoming = next_fire(cron, zone, now, spec.window)
-    await store.set_fired(tx.conn, schedule_id, latest, upcoming)
-    return Fired(tuple(started), upcoming)
-
-
-async def start_queued(tx: Transaction, schedule_id: int) -> int | None:
-    """Starts the oldest QUEUED fire time of the schedule once its previous run has ended."""
-    await store.lock(tx.conn, schedule_id)
-    when = await store.oldest_queued(tx.conn, schedule_id)
-    if when is None or await store.run_going_on(tx.conn, schedule_id):
-        return None
-    record = await store.get(tx.conn, schedule_id)
-    workflow = await runs.online_workflow(tx, record.project, record.workflow)
-    instance_id = await runs.create(tx, workflow, record.spec.run_options, _run_time(record, when))
-    await store.start_queued(tx.conn, schedule_id, when, instance_id)
-    return instance_id
-
-
-def _run_time(record: ScheduleRecord, when: datetime) -> RunTime:
-    return RunTime(
-        schedule_time=when,
-        time_zone=record.spec.time_zone,
-        trigger=RunTrigger.SCHEDULE,
-        schedule_id=record.id,
-    )

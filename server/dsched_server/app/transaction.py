@@ -42,10 +42,20 @@ class Transaction:
             ctx.notifier.notify(instance_id)
 
 
-async def transact(ctx: AppContext, work: Callable[[Transaction], Awaitable[T]]) -> T:
-    """Runs ``work`` in one transaction; wakes what it changed once that has committed."""
+async def transact(
+    ctx: AppContext,
+    work: Callable[[Transaction], Awaitable[T]],
+    *,
+    defer: list[Transaction] | None = None,
+) -> T:
+    """Runs ``work`` in one transaction; wakes what it changed once that has committed, or, given
+    ``defer``, appends the committed transaction to it for the caller to wake later (a scheduler
+    firing a storm of batches wakes the command consumer once, after the last)."""
     async with ctx.db.transaction() as conn:
         tx = Transaction(conn, ctx.clock.now())
         result = await work(tx)
-    tx.wake(ctx)
+    if defer is None:
+        tx.wake(ctx)
+    else:
+        defer.append(tx)
     return result

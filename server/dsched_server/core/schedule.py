@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 import heapq
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -79,16 +80,19 @@ def due(
     catch_up: CatchUp,
     cap: int = DEFAULT_CATCH_UP_CAP,
     grace: timedelta = MISFIRE_GRACE,
+    times: FireTimes | None = None,
 ) -> Due:
     """The fire times after ``last`` (None: only on-time ones count) up to ``now`` to fire now.
-    Looks back at most ``cap`` + 1 fire times (a schedule down for a year costs no more)."""
+    Looks back at most ``cap`` + 1 fire times (a schedule down for a year costs no more).
+    ``times``: the fire times already walked at ``now`` by other schedules of a batch."""
     floor = last if last is not None else now - grace - timedelta(microseconds=1)
     if window.start is not None:
         floor = max(floor, window.start - timedelta(microseconds=1))
     top = now if window.end is None else min(now, window.end)
     on_time: list[datetime] = []
     missed: list[datetime] = []  # newest first
-    for when in cron.fires_before(top, zone):
+    walk = times.before(cron, zone, top) if times is not None else cron.fires_before(top, zone)
+    for when in walk:
         if when <= floor:
             break
         (on_time if now - when <= grace else missed).append(when)
@@ -101,6 +105,55 @@ def due(
     else:
         chosen = missed[:cap]
     return Due(fire=tuple(sorted(chosen + on_time)), skipped=len(missed) - len(chosen))
+
+
+class FireTimes:
+    """The fire times around one instant ``now``, walked once for all the schedules of a batch
+    that share a cron and a zone: setting croniter up and walking it cost more than the rest of
+    firing a schedule, and a cron storm is thousands of schedules on a few crons."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+        self._before: dict[tuple[Cron, ZoneInfo, datetime], _Walk] = {}
+        self._next: dict[tuple[Cron, ZoneInfo, Window], datetime | None] = {}
+
+    def before(self, cron: Cron, zone: ZoneInfo, top: datetime) -> Iterable[datetime]:
+        """``cron.fires_before(top, zone)``, newest first, walked as far as a reader went."""
+        key = (cron, zone, top)
+        walk = self._before.get(key)
+        if walk is None:
+            walk = self._before[key] = _Walk(cron.fires_before(top, zone))
+        return walk
+
+    def latest(self, cron: Cron, zone: ZoneInfo) -> datetime | None:
+        """The newest fire time at or before ``now``."""
+        return next(iter(self.before(cron, zone, self.now)), None)
+
+    def upcoming(self, cron: Cron, zone: ZoneInfo, window: Window) -> datetime | None:
+        """:func:`next_fire` after ``now``."""
+        key = (cron, zone, window)
+        if key not in self._next:
+            self._next[key] = next_fire(cron, zone, self.now, window)
+        return self._next[key]
+
+
+class _Walk:
+    """An iterator's items, read from it once and replayed to every later reader."""
+
+    def __init__(self, source: Iterator[datetime]) -> None:
+        self._source = source
+        self._seen: list[datetime] = []
+
+    def __iter__(self) -> Iterator[datetime]:
+        i = 0
+        while True:
+            if i == len(self._seen):
+                item = next(self._source, None)
+                if item is None:
+                    return
+                self._seen.append(item)
+            yield self._seen[i]
+            i += 1
 
 
 class OverlapAction(enum.Enum):

@@ -89,6 +89,11 @@ class CommandConsumer(Background):
                     log.exception("command scan failed")
             if claimed < FETCH_LIMIT:
                 await self.s.notifier.wait(signal, FALLBACK_SCAN_S)
+            else:
+                # More to claim: the loop serves the rest first (on SQLite a claim awaits nothing,
+                # and claiming a storm's 10,000 commands in one go held the loop long enough for
+                # the worker's registry session to expire).
+                await asyncio.sleep(0)
 
     async def consume_once(self) -> int:
         """Claims what is pending now; returns how many claims were tried (FETCH_LIMIT: there

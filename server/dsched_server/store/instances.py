@@ -83,6 +83,7 @@ _SELECT = (
 _GET = _SELECT.where(WI.c.id == bindparam("_id"))
 _STATE = select(WI.c.state).where(WI.c.id == bindparam("_id"))
 _INSERT = insert(WI)
+_INSERT_RETURNING = insert(WI).returning(WI.c.id, sort_by_parameter_order=True)
 _INSERT_COMMAND = insert(C)
 _TAKE_COMMAND = delete(C).where(
     C.c.id == bindparam("_id"),
@@ -144,6 +145,15 @@ class RunTime:
     schedule_id: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class NewRun:
+    """A run to write: a SUBMITTED instance of ``workflow``'s version and its START command."""
+
+    workflow: WorkflowRecord
+    options: RunOptions
+    when: RunTime
+
+
 async def create_instance(
     conn: Conn,
     workflow: WorkflowRecord,
@@ -153,34 +163,71 @@ async def create_instance(
 ) -> int:
     """Inserts a SUBMITTED instance and its START command (same transaction as the caller's).
     ``when``: its schedule time and trigger; None: a manual run counting from ``now`` in UTC."""
-    when = when or RunTime(schedule_time=now)
-    result = await conn.execute(
-        _INSERT,
-        {
-            "project_id": workflow.project_id,
-            "workflow_id": workflow.id,
-            "workflow_version": workflow.version,
-            "state": WorkflowState.SUBMITTED.value,
-            "command_type": CommandType.START.value,
-            "options": options_to_json(options),
-            "run_scope": scope_to_json(options.scope),
-            "host": "",
-            "epoch": 0,
-            "run_times": 1,
-            "submit_time": now,
-            "state_reason": "",
-            "var_pool": {},
-            "schedule_time": when.schedule_time,
-            "time_zone": when.time_zone,
-            "trigger": when.trigger.value,
-            "backfill_id": when.backfill_id,
-            "schedule_id": when.schedule_id,
-        },
-    )
-    instance_id = int(result.inserted_primary_key[0])  # type: ignore[index]
-    rank = queue_rank(options.priority, when.trigger)
-    await add_command(conn, instance_id, CommandType.START, rank, None, now)
-    return instance_id
+    run = NewRun(workflow, options, when or RunTime(schedule_time=now))
+    return (await create_instances(conn, [run], now))[0]
+
+
+async def create_instances(conn: Conn, runs: Sequence[NewRun], now: datetime) -> list[int]:
+    """Inserts the runs' instances and START commands, a statement for each table whatever their
+    number (a cron storm fires 200 schedules a transaction); returns the instance ids in the
+    order of ``runs``. Several rows take their ids from RETURNING, which SQLite (3.35+),
+    PostgreSQL and MariaDB (10.5+) have; SQLAlchemy keeps them in the order of the rows."""
+    if not runs:
+        return []
+    rows = [_instance_row(r, now) for r in runs]
+    if len(rows) == 1:
+        result = await conn.execute(_INSERT, rows[0])
+        ids = [int(result.inserted_primary_key[0])]  # type: ignore[index]
+    else:
+        ids = [int(row[0]) for row in await conn.execute(_INSERT_RETURNING, rows)]
+    commands = [
+        _command_row(
+            i, CommandType.START, queue_rank(r.options.priority, r.when.trigger), None, now
+        )
+        for i, r in zip(ids, runs, strict=True)
+    ]
+    await conn.execute(_INSERT_COMMAND, commands[0] if len(commands) == 1 else commands)
+    return ids
+
+
+def _instance_row(run: NewRun, now: datetime) -> dict[str, Any]:
+    workflow, options, when = run.workflow, run.options, run.when
+    return {
+        "project_id": workflow.project_id,
+        "workflow_id": workflow.id,
+        "workflow_version": workflow.version,
+        "state": WorkflowState.SUBMITTED.value,
+        "command_type": CommandType.START.value,
+        "options": options_to_json(options),
+        "run_scope": scope_to_json(options.scope),
+        "host": "",
+        "epoch": 0,
+        "run_times": 1,
+        "submit_time": now,
+        "state_reason": "",
+        "var_pool": {},
+        "schedule_time": when.schedule_time,
+        "time_zone": when.time_zone,
+        "trigger": when.trigger.value,
+        "backfill_id": when.backfill_id,
+        "schedule_id": when.schedule_id,
+    }
+
+
+def _command_row(
+    instance_id: int,
+    kind: CommandType,
+    priority_rank: int,
+    doc: dict[str, Any] | None,
+    now: datetime,
+) -> dict[str, Any]:
+    return {
+        "type": kind.value,
+        "workflow_instance_id": instance_id,
+        "priority_rank": priority_rank,
+        "scope": doc,
+        "create_time": now,
+    }
 
 
 async def add_command(
@@ -199,14 +246,7 @@ async def add_command(
         doc = {**(doc or {}), "restore_state": restore_state.value}
     try:
         result = await conn.execute(
-            _INSERT_COMMAND,
-            {
-                "type": kind.value,
-                "workflow_instance_id": instance_id,
-                "priority_rank": priority_rank,
-                "scope": doc,
-                "create_time": now,
-            },
+            _INSERT_COMMAND, _command_row(instance_id, kind, priority_rank, doc, now)
         )
     except IntegrityError as exc:
         raise Aborted(

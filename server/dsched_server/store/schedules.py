@@ -7,10 +7,22 @@ all) rolls back, so each fire time starts at most one run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BindParameter, ColumnElement, Row, bindparam, delete, insert, select, update
+from sqlalchemy import (
+    BindParameter,
+    ColumnElement,
+    Row,
+    bindparam,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
 
 from dsched.errors import NotFound
 from dsched.states import WorkflowState
@@ -39,6 +51,34 @@ _SELECT = (
     select(S, P.c.name.label("project_name"), W.c.name.label("workflow_name"))
     .join(P, P.c.id == S.c.project_id)
     .join(W, W.c.id == S.c.workflow_id)
+)
+
+
+_IDS: BindParameter[list[int]] = bindparam("_ids", expanding=True)
+# Built once (see instances._GET): a cron storm runs them for every batch.
+_GET_MANY = _SELECT.where(S.c.id.in_(_IDS))
+_LOCK_MANY = update(S).where(S.c.id.in_(_IDS)).values(id=S.c.id)
+_SET_FIRED = (
+    update(S)
+    .where(S.c.id == bindparam("_id"))
+    .values(next_fire_time=bindparam("_next"), last_fire_time=bindparam("_last"))
+)
+_SET_NEXT = update(S).where(S.c.id == bindparam("_id")).values(next_fire_time=bindparam("_next"))
+_ADD_FIRE = insert(F)
+_NEWEST = (
+    select(F.c.schedule_id, func.max(F.c.fire_time).label("fire_time"))
+    .where(F.c.schedule_id.in_(_IDS), F.c.state == FIRED)
+    .group_by(F.c.schedule_id)
+    .subquery()
+)
+# The state of each schedule's newest FIRED run: its newest FIRED fire time by the (schedule,
+# state, fire time) index, then that row's run.
+_NEWEST_RUNS = (
+    select(F.c.schedule_id, WI.c.state)
+    .join(
+        _NEWEST, (_NEWEST.c.schedule_id == F.c.schedule_id) & (_NEWEST.c.fire_time == F.c.fire_time)
+    )
+    .join(WI, WI.c.id == F.c.workflow_instance_id)
 )
 
 
@@ -99,10 +139,33 @@ async def set_fired(
 ) -> None:
     """Records what was fired up to and what fires next. ``update_time`` is left alone: other
     masters reload a schedule when a client changed it, not at every fire."""
-    values: dict[str, Any] = {"next_fire_time": next_fire}
-    if last is not None:
-        values["last_fire_time"] = last
-    await _update(conn, schedule_id, **values)
+    await set_fired_many(conn, [Fired(schedule_id, last, next_fire)])
+
+
+@dataclass(frozen=True, slots=True)
+class Fired:
+    """Where a schedule's firing got to: ``last``, its newest fire time up to now (None: none
+    yet, the column is left alone), and ``next_fire``, its next one."""
+
+    schedule_id: int
+    last: datetime | None
+    next_fire: datetime | None
+
+
+async def set_fired_many(conn: Conn, fired: Sequence[Fired]) -> None:
+    """:func:`set_fired` for each of ``fired``, a statement for each kind (with a last fire time
+    or without). A schedule deleted meanwhile is no row to update (its fire rows, if any, failed
+    on their foreign key already)."""
+    with_last = [
+        {"_id": f.schedule_id, "_last": f.last, "_next": f.next_fire}
+        for f in fired
+        if f.last is not None
+    ]
+    without = [{"_id": f.schedule_id, "_next": f.next_fire} for f in fired if f.last is None]
+    if with_last:
+        await conn.execute(_SET_FIRED, with_last)
+    if without:
+        await conn.execute(_SET_NEXT, without)
 
 
 async def _update(conn: Conn, schedule_id: int, **values: Any) -> None:
@@ -128,6 +191,19 @@ async def get(conn: Conn, schedule_id: int) -> ScheduleRecord:
     if row is None:
         raise _not_found(schedule_id)
     return _record(row)
+
+
+async def get_many(conn: Conn, ids: Sequence[int]) -> list[ScheduleRecord]:
+    """The schedules of ``ids`` that exist, in one statement (a batch of due schedules)."""
+    if not ids:
+        return []
+    return [_record(r) for r in await conn.execute(_GET_MANY, {"_ids": list(ids)})]
+
+
+async def lock_many(conn: Conn, ids: Sequence[int]) -> None:
+    """Locks the rows of ``ids`` (those that exist) for this transaction, in id order."""
+    if ids:
+        await conn.execute(_LOCK_MANY, {"_ids": sorted(ids)})
 
 
 async def online(conn: Conn) -> list[ScheduleRecord]:
@@ -190,6 +266,16 @@ def _inline(value: int) -> BindParameter[Any]:
 # ------------------------------------------------------------------------------ fires
 
 
+@dataclass(frozen=True, slots=True)
+class NewFire:
+    """A fire row: a fire time of a schedule, FIRED (with its run), SKIPPED or QUEUED."""
+
+    schedule_id: int
+    fire_time: datetime
+    state: str
+    instance_id: int | None
+
+
 async def add_fire(
     conn: Conn,
     schedule_id: int,
@@ -199,28 +285,38 @@ async def add_fire(
     now: datetime,
 ) -> None:
     """Raises IntegrityError if this fire time was recorded already (by another master)."""
-    await conn.execute(
-        insert(F).values(
-            schedule_id=schedule_id,
-            fire_time=fire_time,
-            state=state,
-            workflow_instance_id=instance_id,
-            create_time=now,
-        )
-    )
+    await add_fires(conn, [NewFire(schedule_id, fire_time, state, instance_id)], now)
+
+
+async def add_fires(conn: Conn, fires: Sequence[NewFire], now: datetime) -> None:
+    """Inserts the fire rows in one statement; IntegrityError if one of them was recorded
+    already (by another master), and then none is."""
+    if not fires:
+        return
+    rows = [
+        {
+            "schedule_id": f.schedule_id,
+            "fire_time": f.fire_time,
+            "state": f.state,
+            "workflow_instance_id": f.instance_id,
+            "create_time": now,
+        }
+        for f in fires
+    ]
+    await conn.execute(_ADD_FIRE, rows[0] if len(rows) == 1 else rows)
 
 
 async def run_going_on(conn: Conn, schedule_id: int) -> bool:
     """Whether the schedule's newest run has not ended."""
-    query = (
-        select(WI.c.state)
-        .join(F, F.c.workflow_instance_id == WI.c.id)
-        .where(F.c.schedule_id == schedule_id, F.c.state == FIRED)
-        .order_by(F.c.fire_time.desc())
-        .limit(1)
-    )
-    state = await conn.scalar(query)
-    return state is not None and not WorkflowState(state).terminal
+    return schedule_id in await runs_going_on(conn, [schedule_id])
+
+
+async def runs_going_on(conn: Conn, ids: Sequence[int]) -> set[int]:
+    """The schedules of ``ids`` whose newest run has not ended, in one statement."""
+    if not ids:
+        return set()
+    rows = await conn.execute(_NEWEST_RUNS, {"_ids": list(ids)})
+    return {int(r.schedule_id) for r in rows if not WorkflowState(r.state).terminal}
 
 
 async def oldest_queued(conn: Conn, schedule_id: int) -> datetime | None:
