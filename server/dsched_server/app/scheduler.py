@@ -5,11 +5,11 @@ live masters), so every schedule has one master firing it while masters come and
 for a moment (the share moved), the fire row's unique key keeps each fire time to one run.
 
 No loop scans every schedule every second: the schedules of the share sit in a
-:class:`~dsched_server.core.schedule.FireQueue` by next fire time and the scheduler sleeps until the
-earliest. It wakes at once when a schedule changes on this master, when the share moves (masters
-came or went), and when a run of a schedule with queued fire times ends here; it reads the
-schedules other masters' clients changed every ``refresh`` seconds. Due schedules are fired up to
-``batch`` per transaction.
+:class:`~dsched_server.core.fire_queue.FireQueue` by next fire time and the scheduler sleeps until
+the earliest. It wakes at once when a schedule changes on this master, when the share moves
+(masters came or went), and when a run of a schedule with queued fire times ends here; it reads
+the schedules other masters' clients changed every ``refresh`` seconds. Due schedules are fired
+up to ``batch`` per transaction (``app/firing.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from dsched_server.app.context import AppContext
 from dsched_server.app.transaction import Transaction, transact
 from dsched_server.background import Background
 from dsched_server.core.cron import compile_cron
-from dsched_server.core.schedule import FireQueue, ScheduleRecord, next_fire
+from dsched_server.core.fire_queue import FireQueue
+from dsched_server.core.schedule import ScheduleRecord, next_fire
 from dsched_server.store import schedules as store
 
 log = logging.getLogger(__name__)

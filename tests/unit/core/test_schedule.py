@@ -1,5 +1,5 @@
 """A schedule's due fires with a controllable clock: on time, catch-up after downtime, windows,
-overlap, DST in New York and Berlin, and the fire queue."""
+overlap, DST in New York and Berlin."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 from dsched_server.core.cron import compile_cron
 from dsched_server.core.schedule import (
     CatchUp,
-    FireQueue,
     Overlap,
     OverlapAction,
     Window,
@@ -164,24 +163,3 @@ class TestDaylightSaving:
 )
 def test_overlap(policy: Overlap, running: bool, action: OverlapAction) -> None:
     assert on_overlap(policy, running) is action
-
-
-class TestFireQueue:
-    def test_earliest_first_and_updates_replace(self) -> None:
-        q = FireQueue()
-        q.set(1, at(3))
-        q.set(2, at(1))
-        q.set(3, at(2))
-        q.set(2, at(5))  # moved later
-        q.remove(3)
-        assert q.earliest() == at(3)
-        assert q.pop_due(at(4)) == [1]
-        assert q.pop_due(at(4)) == []
-        assert q.pop_due(at(5)) == [2]
-        assert len(q) == 0 and q.earliest() is None
-
-    def test_set_none_removes(self) -> None:
-        q = FireQueue()
-        q.set(1, at(1))
-        q.set(1, None)
-        assert 1 not in q and q.pop_due(at(9)) == []
