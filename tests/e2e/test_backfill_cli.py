@@ -12,15 +12,17 @@ from tests.e2e.conftest import Standalone, cli, parse_table, wait_for_file_sh
 
 
 def test_a_followed_backfill_runs_every_date_once(
-    server: Standalone, client: Client, project: str
+    server: Standalone, client: Client, project: str, tmp_path: Path
 ) -> None:
-    with Workflow("daily", project=project, params={"DT": "$[yyyyMMdd]"}) as wf:
-        Shell("t", 'echo "day $DT"')
+    days = tmp_path / "days"
+    with Workflow("daily", project=project, params={"DT": "$[yyyyMMdd]", "TAG": "global"}) as wf:
+        Shell("t", f'echo "day $DT $TAG" >> {days}')
     wf.submit(client)
     done = cli(
         server,
         "--project", project,
         "backfill", "daily", "--start", "2026-02-26", "--end", "2026-03-02", "--parallel", "2",
+        "--param", "TAG=from-cli",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     backfill_id = int(re.match(r"backfill (\d+) ", done.stdout).group(1))  # type: ignore[union-attr]
@@ -32,6 +34,10 @@ def test_a_followed_backfill_runs_every_date_once(
         datetime(2026, 2, d, tzinfo=UTC) for d in (26, 27, 28)
     ] + [datetime(2026, 3, d, tzinfo=UTC) for d in (1, 2)]
     assert {r.state for r in runs} == {WorkflowState.SUCCEEDED}
+    # --param is each run's start parameter: it overrides the workflow's global value
+    assert sorted(days.read_text().splitlines()) == [
+        f"day {d} from-cli" for d in ("20260226", "20260227", "20260228", "20260301", "20260302")
+    ]
 
     listed = parse_table(cli(server, "--project", project, "backfills").stdout)
     assert [(r["ID"], r["STATE"], r["DONE"]) for r in listed] == [

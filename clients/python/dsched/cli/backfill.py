@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from dsched.cli import format as fmt
+from dsched.cli.commands import parse_params
 from dsched.client import Client
 from dsched.errors import FieldViolation, InvalidArgument
 from dsched.options import BackfillFailure, BackfillOrder, BackfillReprocess
@@ -41,6 +42,13 @@ def add_parsers(
     p.add_argument("--tz", default="", metavar="ZONE", help="IANA time zone (default: UTC)")
     p.add_argument("--parallel", type=int, default=1, metavar="N", help="runs at a time (1-32)")
     p.add_argument("--order", choices=("asc", "desc"), default="asc")
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="start parameter of each run",
+    )
     which = p.add_mutually_exclusive_group()
     which.add_argument("--failed-only", action="store_true", help="only dates whose run failed")
     which.add_argument("--missing-only", action="store_true", help="only dates never run")
@@ -86,6 +94,7 @@ def backfill(args: argparse.Namespace, client: Client) -> int:
             else BackfillReprocess.ALL
         ),
         on_failure=BackfillFailure.STOP if args.stop_on_failure else BackfillFailure.CONTINUE,
+        params=parse_params(args.param),
     )
     _print(
         f"backfill {created.id}  {created.project}/{created.workflow}  {len(created.dates)} dates"
