@@ -26,6 +26,7 @@ from dsched.names import (
 from dsched.options import Priority, TimeoutStrategy
 from dsched.python_spec import PythonSpec, python_violations
 from dsched.spark import SparkSpec, spark_violations
+from dsched.templates import template_violations
 from dsched.text import CONTROL_RE, NOT_TEXT, SURROGATE_RE, script_violation
 from dsched.text import MAX_SCRIPT_BYTES as MAX_SCRIPT_BYTES
 from dsched.text import text_violation as text_violation
@@ -408,6 +409,7 @@ def validate_workflow(spec: WorkflowSpec) -> tuple[list[FieldViolation], bool]:
     ]
     out = [v for v in found if v is not None]
     out.extend(params_violations("workflow.params", spec.params))
+    out.extend(template_violations("workflow.params", spec.params))
     if not spec.tasks:
         out.append(FieldViolation("workflow.tasks", "a workflow needs at least one task"))
         return out, False
@@ -416,6 +418,7 @@ def validate_workflow(spec: WorkflowSpec) -> tuple[list[FieldViolation], bool]:
         return out, False
     for i, task in enumerate(spec.tasks):
         out.extend(_task_violations(f"workflow.tasks[{i}]", task, spec))
+        out.extend(template_violations(f"workflow.tasks[{i}].params", task.params))
     graph, cyclic = _graph_violations(spec.tasks)
     out.extend(graph)
     return out, cyclic

@@ -13,15 +13,14 @@ from google.protobuf.message import Message
 
 from dsched.convert import EnumMap
 from dsched.errors import FieldViolation, InvalidArgument
-from dsched.names import name_violation, param_path, reason_for, worker_group_violation
+from dsched.names import name_violation, reason_for, worker_group_violation
 from dsched.spec import (
     _CONTROL_RE,
     MAX_TASKS,
-    WorkflowSpec,
     params_size_violation,
     params_violations,
 )
-from dsched_server.core.param_values import params_errors
+from dsched.templates import template_violations
 from dsched_server.core.zones import zone_problem
 
 E = TypeVar("E", bound=StrEnum)
@@ -79,19 +78,10 @@ class Checks:
 
     def templates(self, field: str, value: Mapping[str, str]) -> None:
         """Checks the ``$[...]`` time expressions and ``${system....}`` references in the values
-        of a parameter map (README: Time parameters), so that a value that cannot be expanded is
-        refused here rather than failing a task later."""
-        for name, error in params_errors(value).items():
-            self.add(
-                param_path(field, name),
-                f"value: {error.reason} (at character {error.position} of the value)",
-            )
-
-    def definition_templates(self, spec: WorkflowSpec) -> None:
-        """:meth:`templates` of a definition's global and local parameters."""
-        self.templates("workflow.params", spec.params)
-        for i, task in enumerate(spec.tasks):
-            self.templates(f"workflow.tasks[{i}].params", task.params)
+        of a parameter map (README: Time parameters; a definition's are checked by
+        :func:`dsched.spec.check_workflow`), so that a value that cannot be expanded is refused
+        here rather than failing a task later."""
+        self.violations.extend(template_violations(field, value))
 
     def time_zone(self, field: str, value: str) -> str:
         """An IANA zone name; empty means UTC."""

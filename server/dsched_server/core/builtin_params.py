@@ -2,8 +2,8 @@
 that its users' parameters mean the same here.
 
 Dates come from the run's schedule time in the workflow's time zone, through the same evaluator
-as ``$[...]`` (:mod:`dsched_server.core.time_expr`), so ``${system.biz.date}`` and
-``$[yyyyMMdd-1]`` can never disagree:
+as ``$[...]`` (:mod:`dsched.time_expr`), so ``${system.biz.date}`` and ``$[yyyyMMdd-1]`` can
+never disagree (the names themselves are :mod:`dsched.templates`', which checks references):
 
 - ``system.biz.date``: the calendar day before the schedule time, ``yyyyMMdd``;
 - ``system.biz.curdate``: the schedule time's day, ``yyyyMMdd``;
@@ -22,12 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from dsched_server.core.time_expr import compile_expr
-
-PREFIX = "system."
-BIZ_DATE = "system.biz.date"
-BIZ_CURDATE = "system.biz.curdate"
-DATETIME = "system.datetime"
+from dsched.templates import BIZ_CURDATE, BIZ_DATE, DATETIME, IDENTITY_NAMES
+from dsched.time_expr import compile_expr
 
 _DATES = {BIZ_DATE: "yyyyMMdd-1", BIZ_CURDATE: "yyyyMMdd", DATETIME: "yyyyMMddHHmmss"}
 
@@ -54,19 +50,7 @@ class RunIdentity:
             self.project_name,
             self.project_code,
         )
-        return {name: str(value) for name, value in zip(_IDENTITY_NAMES, values, strict=True)}
-
-
-_IDENTITY_NAMES = (
-    "system.workflow.instance.id",
-    "system.task.instance.id",
-    "system.task.definition.name",
-    "system.workflow.definition.name",
-    "system.workflow.definition.code",
-    "system.project.name",
-    "system.project.code",
-)
-NAMES: frozenset[str] = frozenset((*_DATES, *_IDENTITY_NAMES))
+        return {name: str(value) for name, value in zip(IDENTITY_NAMES, values, strict=True)}
 
 
 def date_params(schedule_time: datetime, zone: ZoneInfo) -> dict[str, str]:

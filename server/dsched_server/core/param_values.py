@@ -1,135 +1,44 @@
-"""Templates in parameter values: ``$[...]`` time expressions and ``${system....}`` built-ins.
+"""Templates in parameter values (``$[...]`` time expressions and ``${system....}`` built-ins,
+:mod:`dsched.templates`), expanded.
 
 Global, local and startup parameter values may contain them; they are expanded when a task is
 dispatched, against the run's schedule time in the workflow's time zone, before the levels are
 merged (:func:`dsched_server.core.params.resolve_params`: global < upstream OUT < local <
 startup). Upstream OUT values are data a task produced and are never expanded.
 
-- ``$[body]``: a time expression (:mod:`dsched_server.core.time_expr`). The body ends at the first
-  ``]`` outside single quotes; ``[`` inside it is refused (expressions do not nest).
-- ``${system.name}``: a built-in (:mod:`dsched_server.core.builtin_params`); an unknown name after
-  ``system.`` is refused (a typo must not become an empty value). ``${anything.else}`` is left as
-  it is: parameters reach a task as environment variables, so a shell reference in a value is
-  text for the task, not for dsched.
-- ``$$[`` and ``$${`` are a literal ``$[`` and ``${``.
-
-:func:`value_error` is the definition-time check (the API calls it when a workflow is submitted
-and a run started); :func:`expand_value` cannot meet a syntax error in a value that passed it, only
-a result outside the calendar (:class:`~dsched_server.core.time_expr.TimeExprError` either way).
+:func:`dsched.templates.value_error` is the definition-time check (the SDK and the API call it
+when a workflow is submitted and a run started); :func:`expand_value` cannot meet a syntax error
+in a value that passed it, only a result outside the calendar
+(:class:`~dsched.time_expr.TimeExprError` either way).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from dsched_server.core.builtin_params import NAMES, PREFIX, RunIdentity, builtin_params
+from dsched.templates import Builtin, parts
+from dsched.time_expr import TimeExprError
+from dsched_server.core.builtin_params import RunIdentity, builtin_params
 from dsched_server.core.params import resolve_params
 from dsched_server.core.records import InstanceRecord
-from dsched_server.core.time_expr import TimeExpr, TimeExprError, compile_expr
 
 _UTC = ZoneInfo("UTC")
-_REFERENCE = re.compile(r"\$\{([A-Za-z0-9_.]+)\}")
-
-
-@dataclass(frozen=True, slots=True)
-class _Builtin:
-    name: str
-
-
-_Part = str | TimeExpr | _Builtin
-
-
-def _parts(value: str) -> tuple[_Part, ...]:
-    """``value`` cut into literal text, expressions and built-in references. Not cached: a value
-    may be 64 KiB and the scan is linear; the expressions themselves (at most 256 characters) are
-    (:func:`~dsched_server.core.time_expr.compile_expr`)."""
-    parts: list[_Part] = []
-    literal: list[str] = []
-    i = 0
-    while (j := value.find("$", i)) >= 0:
-        literal.append(value[i:j])
-        if value.startswith(("$$[", "$${"), j):
-            literal.append(value[j + 1 : j + 3])
-            i = j + 3
-            continue
-        part: _Part | None = None
-        if value.startswith("$[", j):
-            end = _closing_bracket(value, j)
-            try:
-                part = compile_expr(value[j + 2 : end])
-            except TimeExprError as exc:
-                raise exc.within(value, j + 2) from None
-            i = end + 1
-        elif (ref := _REFERENCE.match(value, j)) and ref.group(1).startswith(PREFIX):
-            if ref.group(1) not in NAMES:
-                known = ", ".join(sorted(NAMES))
-                raise TimeExprError(
-                    value, j + 2, f"unknown built-in {ref.group(1)!r} (known: {known})"
-                )
-            part = _Builtin(ref.group(1))
-            i = ref.end()
-        else:
-            literal.append("$")
-            i = j + 1
-            continue
-        if literal:
-            parts.append("".join(literal))
-            literal.clear()
-        parts.append(part)
-    literal.append(value[i:])
-    if any(literal):
-        parts.append("".join(literal))
-    return tuple(parts)
-
-
-def _closing_bracket(value: str, start: int) -> int:
-    """The index of the ``]`` ending the expression whose ``$[`` is at ``start``."""
-    quoted = False
-    for i in range(start + 2, len(value)):
-        char = value[i]
-        if char == "'":
-            quoted = not quoted
-        elif quoted:
-            continue
-        elif char == "]":
-            return i
-        elif char == "[":
-            raise TimeExprError(value, i, "'[' inside '$[...]': expressions do not nest")
-    reason = "unterminated quote in '$[...]'" if quoted else "'$[' without its ']'"
-    raise TimeExprError(value, start, reason)
-
-
-def value_error(value: str) -> TimeExprError | None:
-    """What is wrong with the templates in ``value``, or None (definition time)."""
-    try:
-        _parts(value)
-    except TimeExprError as exc:
-        return exc
-    return None
-
-
-def params_errors(params: Mapping[str, str]) -> dict[str, TimeExprError]:
-    """The parameters of ``params`` whose values :func:`value_error` refuses, by name."""
-    found = {name: value_error(value) for name, value in params.items() if "$" in value}
-    return {name: error for name, error in found.items() if error is not None}
 
 
 def expand_value(
     value: str, *, schedule_time: datetime, zone: ZoneInfo, builtins: Mapping[str, str]
 ) -> str:
     """``value`` with its templates replaced; ``builtins`` holds every name of
-    :data:`~dsched_server.core.builtin_params.NAMES`."""
+    :data:`~dsched.templates.BUILTIN_NAMES`."""
     if "$" not in value:
         return value
     out: list[str] = []
-    for part in _parts(value):
+    for part in parts(value):
         if isinstance(part, str):
             out.append(part)
-        elif isinstance(part, _Builtin):
+        elif isinstance(part, Builtin):
             out.append(builtins[part.name])
         else:
             try:

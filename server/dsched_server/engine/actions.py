@@ -18,11 +18,11 @@ from datetime import datetime, timedelta
 from dsched.options import TimeoutStrategy
 from dsched.spec import TaskSpec
 from dsched.states import InstanceEventKind, TaskState, WorkflowState
+from dsched.time_expr import TimeExprError
 from dsched_server.core import execution as ex
 from dsched_server.core.builtin_params import RunIdentity
 from dsched_server.core.param_values import task_params
 from dsched_server.core.params import idempotency_key
-from dsched_server.core.time_expr import TimeExprError
 from dsched_server.engine.effects import Effects
 from dsched_server.engine.jobs import DispatchJob
 from dsched_server.engine.messages import AttemptCheck, Check

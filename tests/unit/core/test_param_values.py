@@ -10,22 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsched_server.core.builtin_params import (
-    BIZ_CURDATE,
-    BIZ_DATE,
-    DATETIME,
-    NAMES,
-    RunIdentity,
-    builtin_params,
-    date_params,
-)
-from dsched_server.core.param_values import (
-    expand_params,
-    expand_value,
-    params_errors,
-    value_error,
-)
-from dsched_server.core.time_expr import TimeExprError
+from dsched.templates import BIZ_CURDATE, BIZ_DATE, DATETIME, params_errors, value_error
+from dsched.templates import BUILTIN_NAMES as NAMES
+from dsched.time_expr import TimeExprError
+from dsched_server.core.builtin_params import RunIdentity, builtin_params, date_params
+from dsched_server.core.param_values import expand_params, expand_value
 
 NEW_YORK = ZoneInfo("America/New_York")
 BERLIN = ZoneInfo("Europe/Berlin")

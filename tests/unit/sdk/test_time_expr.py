@@ -1,7 +1,7 @@
 """The ``$[...]`` evaluator, table-driven: month ends, leap days, year and ISO-week boundaries,
 week starts, daylight-saving changes in America/New_York and Europe/Berlin, every function and
 every refusal. Expected values are worked out by hand from the calendar (module rules in
-``dsched_server.core.time_expr``); DolphinScheduler's differing answers are noted where they
+``dsched.time_expr``); DolphinScheduler's differing answers are noted where they
 differ."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsched_server.core.time_expr import (
+from dsched.time_expr import (
     MAX_DAYS,
     MAX_DEPTH,
     MAX_LENGTH,

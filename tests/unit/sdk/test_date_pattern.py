@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from dsched_server.core.date_pattern import MAX_PATTERN_LENGTH, PatternError, compile_pattern
+from dsched.date_pattern import MAX_PATTERN_LENGTH, PatternError, compile_pattern
 
 BERLIN = ZoneInfo("Europe/Berlin")
 # A Tuesday in winter time (CET, +01:00).

@@ -2,7 +2,7 @@
 notation, parsed by hand (never ``eval``) when a workflow is submitted or a run started, evaluated
 against the run's schedule time in the workflow's time zone when a task is dispatched.
 
-The forms (``P`` is a date pattern, :mod:`dsched_server.core.date_pattern`; ``N`` an integer
+The forms (``P`` is a date pattern, :mod:`dsched.date_pattern`; ``N`` an integer
 expression of ``+ - * /`` and parentheses):
 
 - ``P`` the schedule time; ``P+N`` / ``P-N`` shifted by N **days**, where N may be a fraction:
@@ -70,7 +70,7 @@ from fractions import Fraction
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-from dsched_server.core.date_pattern import DatePattern, PatternError, compile_pattern
+from dsched.date_pattern import DatePattern, PatternError, compile_pattern
 
 MAX_LENGTH = 256
 MAX_DEPTH = 16
