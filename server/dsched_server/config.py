@@ -145,6 +145,8 @@ class Settings:
     event_retention_days: float = EVENT_RETENTION_DAYS
     instance_retention_days: float = INSTANCE_RETENTION_DAYS
     retention_interval: float = RETENTION_INTERVAL_S
+    # The key file of datasource passwords; None: <data_dir>/datasource.key (README "Datasources").
+    datasource_key_file: Path | None = None
 
     def __post_init__(self) -> None:
         if not self.db_url:
@@ -284,6 +286,13 @@ _OPTIONS = (
     _Option("event_retention_days", float),
     _Option("instance_retention_days", float),
     _Option("retention_interval", float),
+    _Option(
+        "datasource_key_file",
+        Path,
+        "--datasource-key-file",
+        _MASTERS,
+        "key file of datasource passwords (default <data-dir>/datasource.key)",
+    ),
 )
 _BY_NAME = {o.name: o for o in _OPTIONS}
 

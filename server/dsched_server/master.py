@@ -73,6 +73,7 @@ from dsched_server.constants import (
 from dsched_server.coord.registry import ConnectionState, Registry
 from dsched_server.core.ports import Clock
 from dsched_server.core.retention import HistoryKind
+from dsched_server.datasource_key import KEY_FILE_NAME, DatasourceKey
 from dsched_server.engine.commands import CommandConsumer
 from dsched_server.engine.control_sweep import ControlSweep
 from dsched_server.engine.dispatcher import Dispatcher
@@ -143,6 +144,10 @@ class MasterOptions:
     # Ages of the history clean-up (engine/history.py); none given: nothing is deleted.
     retention: Mapping[HistoryKind, timedelta] = field(default_factory=dict)
     retention_interval: float = RETENTION_INTERVAL_S
+    # The key file of datasource passwords (None: <data_dir>/datasource.key) and whether this
+    # master may create it (a standalone; never a cluster's masters, which must share one).
+    datasource_key_file: Path | None = None
+    create_datasource_key: bool = True
 
 
 class Master:
@@ -172,6 +177,10 @@ class Master:
             self.clock,
             ages=options.retention,
             interval=options.retention_interval,
+        )
+        self.datasource_key = DatasourceKey(
+            options.datasource_key_file or options.data_dir / KEY_FILE_NAME,
+            create=options.create_datasource_key,
         )
         self.address = ""
         self.cluster_address = ""
@@ -224,6 +233,7 @@ class Master:
             ready=_noop,
             peers=self.peers,
             history=self.history,
+            datasource_key=self.datasource_key,
         )
         task_events = self._task_events = TaskEventServicer(ctx)
         self._serving = Serving(_client_services(ctx), f"{self.options.host}:{self.options.port}")
@@ -244,6 +254,7 @@ class Master:
             epoch=self.epoch,
             default_group=self.options.default_group,
             reload=self._reload,
+            datasource_key=self.datasource_key,
             failover_delay=self.options.failover_delay,
             dispatch_timeout=self.options.dispatch_timeout,
         )

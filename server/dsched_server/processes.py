@@ -51,6 +51,8 @@ def master_options(settings: Settings) -> MasterOptions:
         min_schedule_interval=settings.min_schedule_interval,
         retention=retention_ages(settings),
         retention_interval=settings.retention_interval,
+        datasource_key_file=settings.datasource_key_file or None,
+        create_datasource_key=settings.role == "standalone",
     )
 
 

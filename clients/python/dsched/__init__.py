@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     # What type checkers and IDEs see; at run time __getattr__ resolves the same names.
     from dsched.client import Client, default_client
+    from dsched.datasources import Datasource, DatasourceType
     from dsched.errors import (
         Aborted,
         AlreadyExists,
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
     from dsched.schedules import Schedule
     from dsched.spark_task import Spark
     from dsched.spec import ShellSpec, TaskSpec, WorkflowSpec
+    from dsched.sql_tasks import Param, Procedure, Sql
     from dsched.states import InstanceEventKind, TaskState, WorkflowState
     from dsched.streams import Reconnect
     from dsched.tasks import AllOf, AnyOf, Dependency, Dependent, Shell, Task
@@ -128,8 +130,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "dsched.http_task": ("Http",),
     "dsched.python_spec": ("PythonSpec",),
     "dsched.python_task": ("Python", "task"),
+    "dsched.datasources": ("Datasource", "DatasourceType"),
     "dsched.schedules": ("Schedule",),
     "dsched.spark_task": ("Spark",),
+    "dsched.sql_tasks": ("Param", "Procedure", "Sql"),
     "dsched.spec": ("ShellSpec", "TaskSpec", "WorkflowSpec"),
     "dsched.states": ("InstanceEventKind", "TaskState", "WorkflowState"),
     "dsched.streams": ("Reconnect",),
@@ -147,6 +151,8 @@ __all__ = [
     "ClusterMember",
     "CommandType",
     "ControlPending",
+    "Datasource",
+    "DatasourceType",
     "Dependency",
     "Dependent",
     "DschedError",
@@ -167,8 +173,10 @@ __all__ = [
     "OutOfRange",
     "OwnershipLost",
     "Page",
+    "Param",
     "PermissionDenied",
     "Priority",
+    "Procedure",
     "Project",
     "Python",
     "PythonSpec",
@@ -182,6 +190,7 @@ __all__ = [
     "Shell",
     "ShellSpec",
     "Spark",
+    "Sql",
     "Task",
     "TaskDependType",
     "TaskInstance",

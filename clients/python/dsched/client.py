@@ -30,6 +30,7 @@ import grpc
 
 from dsched import coerce, convert
 from dsched.backfills import BackfillCalls
+from dsched.datasources import DatasourceCalls
 from dsched.definitions import DefinitionCalls
 from dsched.instances import InstanceCalls
 from dsched.options import HistoryKind
@@ -47,7 +48,7 @@ _default: Client | None = None
 _default_lock = threading.Lock()
 
 
-class Client(DefinitionCalls, InstanceCalls, BackfillCalls, ScheduleCalls):
+class Client(DefinitionCalls, InstanceCalls, BackfillCalls, ScheduleCalls, DatasourceCalls):
     """A connection to a dsched master. Thread-safe; close it (or use ``with``) when done.
 
     Build one with :meth:`connect`; the constructor takes an existing channel (which the client

@@ -75,6 +75,13 @@ from dsched.results import (
 )
 from dsched.spark import DeployMode, SparkProgram, SparkSpec
 from dsched.spec import ShellSpec, TaskKind, TaskSpec, WorkflowSpec
+from dsched.sql import ProcedureSpec, SqlSpec
+from dsched.sql_convert import (
+    procedure_from_proto,
+    procedure_to_proto,
+    sql_from_proto,
+    sql_to_proto,
+)
 from dsched.states import InstanceEventKind, TaskState, WorkflowState
 from dsched.v1 import (
     backfill_pb2,
@@ -180,6 +187,10 @@ def task_spec_to_proto(task: TaskSpec) -> resources_pb2.TaskDefinition:
         msg.dependent.CopyFrom(dependent_to_proto(task.kind))
     elif isinstance(task.kind, SparkSpec):
         msg.spark.CopyFrom(spark_to_proto(task.kind))
+    elif isinstance(task.kind, SqlSpec):
+        msg.sql.CopyFrom(sql_to_proto(task.kind))
+    elif isinstance(task.kind, ProcedureSpec):
+        msg.procedure.CopyFrom(procedure_to_proto(task.kind))
     else:
         convert_kinds.kind_into(msg, task.kind)
     return msg
@@ -295,6 +306,10 @@ def task_spec_from_proto(
         kind = dependent_from_proto(msg.dependent, f"{path}.dependent", out)
     elif which == "spark":
         kind = spark_from_proto(msg.spark, f"{path}.spark", out)
+    elif which == "sql":
+        kind = sql_from_proto(msg.sql, f"{path}.sql", out)
+    elif which == "procedure":
+        kind = procedure_from_proto(msg.procedure, f"{path}.procedure", out)
     else:
         kind = convert_kinds.kind_from(msg, which, path, out)
     return TaskSpec(

@@ -26,6 +26,7 @@ from dsched.names import (
 from dsched.options import Priority, TimeoutStrategy
 from dsched.python_spec import PythonSpec, python_violations
 from dsched.spark import SparkSpec, spark_violations
+from dsched.sql import ProcedureSpec, SqlSpec, procedure_violations, sql_violations
 from dsched.templates import template_violations
 from dsched.text import CONTROL_RE, NOT_TEXT, SURROGATE_RE, script_violation
 from dsched.text import MAX_SCRIPT_BYTES as MAX_SCRIPT_BYTES
@@ -66,7 +67,7 @@ class ShellSpec:
     script: str
 
 
-TaskKind = ShellSpec | DependentSpec | PythonSpec | SparkSpec | HttpSpec
+TaskKind = ShellSpec | DependentSpec | PythonSpec | SparkSpec | HttpSpec | SqlSpec | ProcedureSpec
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -181,6 +182,10 @@ def _task_size(task: TaskSpec) -> int:
         size += _len_field(kind, tag=2)  # field 22
     elif isinstance(task.kind, HttpSpec):
         size += _len_field(_http_size(task.kind), tag=2)  # field 26
+    elif isinstance(task.kind, SqlSpec):
+        size += _len_field(_sql_size(task.kind), tag=2)  # field 24
+    elif isinstance(task.kind, ProcedureSpec):
+        size += _len_field(_procedure_size(task.kind), tag=2)  # field 25
     return size
 
 
@@ -213,6 +218,26 @@ def _http_size(kind: HttpSpec) -> int:
         + 10 * len(kind.expected_status)
         + _HTTP_SCALARS
     )
+
+
+def _sql_size(kind: SqlSpec) -> int:
+    texts = [kind.datasource, kind.sql, kind.rows_param]
+    lists = [*kind.pre_statements, *kind.post_statements]
+    # type (2), allow_multiple_statements (2), row_limit (<= 11)
+    return (
+        sum(_text_field(t) for t in texts)
+        + sum(_len_field(_utf8(t), tag=1) for t in lists)
+        + _map_size(kind.out_params)
+        + 15
+    )
+
+
+def _procedure_size(kind: ProcedureSpec) -> int:
+    params = sum(
+        _len_field(_text_field(p.name) + _text_field(p.value) + 2 * _ENUM, tag=1)
+        for p in kind.params
+    )
+    return _text_field(kind.datasource) + _text_field(kind.procedure) + params
 
 
 # A DEPENDENT task's scalars: two enums and two durations; a group's and an item's one enum.
@@ -296,6 +321,27 @@ def _duration_violation(path: str, value: timedelta, limit: timedelta) -> FieldV
     return None
 
 
+def _kind_violations(path: str, task: TaskSpec, spec: WorkflowSpec) -> list[FieldViolation]:
+    """The violations of what the task runs (field paths under its kind's proto field)."""
+    kind = task.kind
+    if kind is None:
+        return [FieldViolation(f"{path}.kind", "a task type (e.g. shell) is required")]
+    if isinstance(kind, ShellSpec):
+        found = script_violation(f"{path}.shell.script", kind.script)
+        return [] if found is None else [found]
+    if isinstance(kind, SparkSpec):
+        return spark_violations(f"{path}.spark", kind)
+    if isinstance(kind, PythonSpec):
+        return python_violations(f"{path}.python", kind)
+    if isinstance(kind, HttpSpec):
+        return http_violations(f"{path}.http", kind)
+    if isinstance(kind, SqlSpec):
+        return sql_violations(f"{path}.sql", kind)
+    if isinstance(kind, ProcedureSpec):
+        return procedure_violations(f"{path}.procedure", kind)
+    return dependent_violations(f"{path}.dependent", kind, project=spec.project, workflow=spec.name)
+
+
 def _task_violations(path: str, task: TaskSpec, spec: WorkflowSpec) -> list[FieldViolation]:
     found: list[FieldViolation | None] = [
         name_violation(f"{path}.name", task.name, "task name"),
@@ -308,22 +354,7 @@ def _task_violations(path: str, task: TaskSpec, spec: WorkflowSpec) -> list[Fiel
         found.append(FieldViolation(f"{path}.retries", f"must be between 0 and {MAX_RETRIES}"))
     if task.worker_group:
         found.append(worker_group_violation(f"{path}.worker_group", task.worker_group))
-    if task.kind is None:
-        found.append(FieldViolation(f"{path}.kind", "a task type (e.g. shell) is required"))
-    elif isinstance(task.kind, ShellSpec):
-        found.append(script_violation(f"{path}.shell.script", task.kind.script))
-    elif isinstance(task.kind, SparkSpec):
-        found.extend(spark_violations(f"{path}.spark", task.kind))
-    elif isinstance(task.kind, PythonSpec):
-        found.extend(python_violations(f"{path}.python", task.kind))
-    elif isinstance(task.kind, HttpSpec):
-        found.extend(http_violations(f"{path}.http", task.kind))
-    else:
-        found.extend(
-            dependent_violations(
-                f"{path}.dependent", task.kind, project=spec.project, workflow=spec.name
-            )
-        )
+    found.extend(_kind_violations(path, task, spec))
     if len(task.upstream) > MAX_UPSTREAMS_PER_TASK:
         found.append(FieldViolation(f"{path}.upstream_tasks", "too many upstream tasks"))
     out = [v for v in found if v is not None]

@@ -10,6 +10,7 @@ from datetime import datetime
 
 from dsched_server.app.context import AppContext
 from dsched_server.coord.registry import Registry
+from dsched_server.datasource_key import DatasourceKey
 from dsched_server.engine.grpc_worker_client import GrpcWorkerClient
 from dsched_server.engine.history import History
 from dsched_server.engine.services import EngineMetrics
@@ -27,3 +28,4 @@ class MasterContext(AppContext):
     default_group: str
     ready: Callable[[], Awaitable[None]]
     history: History  # the clean-up of old history (CleanUpHistory)
+    datasource_key: DatasourceKey  # encrypts datasource passwords (README "Datasources")

@@ -6,6 +6,7 @@ from dsched.v1 import master_service_pb2_grpc
 from dsched_server.api.backfills import BackfillsApi
 from dsched_server.api.context import MasterContext
 from dsched_server.api.controls import ControlsApi
+from dsched_server.api.datasources import DatasourcesApi
 from dsched_server.api.definitions import DefinitionsApi
 from dsched_server.api.history import HistoryApi
 from dsched_server.api.queries import QueriesApi
@@ -21,6 +22,7 @@ class MasterServicer(
     HistoryApi,
     BackfillsApi,
     SchedulesApi,
+    DatasourcesApi,
     master_service_pb2_grpc.MasterServiceServicer,
 ):
     """Every MasterService RPC; the mixins share ``ctx``."""

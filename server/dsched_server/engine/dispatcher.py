@@ -24,6 +24,7 @@ from dsched.backoff import Backoff
 from dsched.python_spec import PythonSpec
 from dsched.spark import SparkSpec
 from dsched.spec import ShellSpec, params_bytes, spark_bytes
+from dsched.sql import ProcedureSpec, SqlSpec
 from dsched_server.engine.jobs import DispatchJob
 from dsched_server.engine.messages import Dispatched, Waiting
 from dsched_server.engine.worker_client import RequestRefused, WorkerCallError, WorkerClient
@@ -253,6 +254,10 @@ def _kind_bytes(kind: WorkerKind) -> int:
         return len(kind.script.encode()) + len(kind.interpreter.encode())
     if isinstance(kind, SparkSpec):
         return spark_bytes(kind)
+    if isinstance(kind, SqlSpec):
+        return sum(len(s.encode()) for s in (kind.sql, *kind.pre_statements, *kind.post_statements))
+    if isinstance(kind, ProcedureSpec):
+        return sum(len(p.value.encode()) + 64 for p in kind.params)
     texts = (kind.url, kind.body, kind.body_contains, kind.response_param)
     return sum(len(t.encode()) for t in texts) + params_bytes(kind.headers) + 16 * len(kind.headers)
 

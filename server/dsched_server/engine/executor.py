@@ -18,13 +18,15 @@ from dsched.backoff import Backoff
 from dsched_server.constants import KILL_GRACE_S
 from dsched_server.core.dependent import judge
 from dsched_server.core.records import InstanceRecord
-from dsched_server.engine import dependency_check
+from dsched_server.engine import datasources, dependency_check
 from dsched_server.engine.effects import DependencyQuery, Effects, Mailbox
+from dsched_server.engine.jobs import DispatchJob
 from dsched_server.engine.messages import AttemptCheck, Check, DependencyChecked
 from dsched_server.engine.services import EngineServices
 from dsched_server.engine.worker_client import WorkerCallError
 from dsched_server.engine.workers import WorkerRef
 from dsched_server.protocol.attempt import AttemptKey
+from dsched_server.protocol.execution import datasource_of
 from dsched_server.protocol.orders import Kill, TakeOver
 from dsched_server.rpc.probe import PROBE_TIMEOUT_S
 from dsched_server.store import instances as instance_repo
@@ -49,7 +51,11 @@ class EffectExecutor:
             if not event.reply.done():
                 event.reply.set_result(ack)
         for job in effects.dispatches:
-            if not job.cancelled:
+            if job.cancelled:
+                continue
+            if datasource_of(job.spec.kind):
+                s.spawn(self._resolve_and_submit(job))
+            else:
                 s.dispatcher.submit(job)
         for ti_id, attempt, target in effects.kills:
             s.spawn(self._kill(runner, ti_id, attempt, target))
@@ -62,6 +68,11 @@ class EffectExecutor:
         for query in effects.dependency_checks:
             s.spawn(self._check_dependency(runner, query))
         _answer(effects)
+
+    async def _resolve_and_submit(self, job: DispatchJob) -> None:
+        """A SQL or PROCEDURE attempt goes to the dispatcher with its datasource resolved."""
+        if await datasources.resolve(self.s.db, self.s.datasource_key, job):
+            self.s.dispatcher.submit(job)
 
     async def _check_dependency(self, runner: Mailbox, query: DependencyQuery) -> None:
         """Reads what a DEPENDENT attempt waits for and tells its runner. It is registered for

@@ -12,6 +12,7 @@ from typing import Any
 
 from dsched_server.constants import FAILOVER_DELAY_S
 from dsched_server.core.ports import Clock
+from dsched_server.datasource_key import DatasourceKey
 from dsched_server.engine.dependency_waits import DependencyWaits
 from dsched_server.engine.dispatcher import Dispatcher
 from dsched_server.engine.notifier import Notifier
@@ -57,6 +58,8 @@ class EngineServices:
     # Drive an instance again from the store (a runner's batch failed): instance id, and the
     # worker each attempt that runner sent but may not have recorded went to (engine/reloads.py).
     reload: Callable[[int, Mapping[int, str]], None]
+    # Decrypts the passwords of the datasources SQL and PROCEDURE attempts use (at dispatch).
+    datasource_key: DatasourceKey
     failover_delay: float = FAILOVER_DELAY_S
     dispatch_timeout: float = 0.0  # the default of runs that set none; 0: no limit
     metrics: EngineMetrics = field(default_factory=EngineMetrics)

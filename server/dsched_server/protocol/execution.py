@@ -11,11 +11,19 @@ from dsched.options import TimeoutStrategy
 from dsched.python_spec import PythonSpec
 from dsched.spark import SparkSpec
 from dsched.spec import ShellSpec
+from dsched.sql import ProcedureSpec, SqlSpec
+from dsched_server.core.datasource import Connection
 from dsched_server.protocol.attempt import AttemptKey
 
 # The kinds a worker runs (a DEPENDENT task is evaluated on the master).
-WorkerKind = ShellSpec | PythonSpec | SparkSpec | HttpSpec
-WORKER_KINDS = (ShellSpec, PythonSpec, SparkSpec, HttpSpec)
+WorkerKind = ShellSpec | PythonSpec | SparkSpec | HttpSpec | SqlSpec | ProcedureSpec
+WORKER_KINDS = (ShellSpec, PythonSpec, SparkSpec, HttpSpec, SqlSpec, ProcedureSpec)
+DATASOURCE_KINDS = (SqlSpec, ProcedureSpec)  # the kinds that run against a datasource
+
+
+def datasource_of(kind: WorkerKind) -> str:
+    """The name of the datasource ``kind`` runs against ("" if none)."""
+    return kind.datasource if isinstance(kind, DATASOURCE_KINDS) else ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,6 +57,9 @@ class TaskExecution:
     earlier_application_ids: tuple[str, ...] = ()
     worker_address: str = ""
     worker_epoch: int = 0
+    # SQL and PROCEDURE: the datasource, resolved by the master at dispatch (its password a
+    # Secret, which no repr shows); None until then and for other kinds.
+    datasource: Connection | None = None
 
     @property
     def key(self) -> AttemptKey:

@@ -6,6 +6,7 @@ Durations are stored as integer milliseconds and enums by their permanent value 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import asdict
 from datetime import timedelta
 from typing import Any
 
@@ -22,6 +23,14 @@ from dsched.options import FailureStrategy, Priority, TaskDependType, TimeoutStr
 from dsched.python_spec import PythonSpec
 from dsched.spark import DeployMode, SparkProgram, SparkSpec
 from dsched.spec import ShellSpec, TaskKind, TaskSpec
+from dsched.sql import (
+    ParamDirection,
+    ParamType,
+    ProcedureParamSpec,
+    ProcedureSpec,
+    SqlSpec,
+    SqlType,
+)
 from dsched_server.core.records import RunOptions, RunScope
 
 
@@ -40,6 +49,10 @@ def task_type(spec: TaskSpec) -> str:
         return "PYTHON"
     if isinstance(spec.kind, HttpSpec):
         return "HTTP"
+    if isinstance(spec.kind, SqlSpec):
+        return "SQL"
+    if isinstance(spec.kind, ProcedureSpec):
+        return "PROCEDURE"
     raise ValueError(f"unsupported task kind {spec.kind!r}")
 
 
@@ -56,6 +69,8 @@ def task_to_json(spec: TaskSpec) -> dict[str, Any]:
         kind = {"script": spec.kind.script, "interpreter": spec.kind.interpreter}
     elif isinstance(spec.kind, HttpSpec):
         kind = http_to_json(spec.kind)
+    elif isinstance(spec.kind, SqlSpec | ProcedureSpec):
+        kind = asdict(spec.kind)  # enums are StrEnums: their values in JSON
     return {
         "kind": kind,
         "description": spec.description,
@@ -87,6 +102,10 @@ def task_from_json(
         )
     elif task_type_name == "HTTP":
         kind = http_from_json(doc["kind"])
+    elif task_type_name == "SQL":
+        kind = _sql_from_json(doc["kind"])
+    elif task_type_name == "PROCEDURE":
+        kind = _procedure_from_json(doc["kind"])
     return TaskSpec(
         name=name,
         kind=kind,
@@ -101,6 +120,36 @@ def task_from_json(
         delay=timedelta(milliseconds=doc.get("delay_ms", 0)),
         params=dict(doc.get("params", {})),
         disabled=bool(doc.get("disabled", False)),
+    )
+
+
+def _sql_from_json(doc: Mapping[str, Any]) -> SqlSpec:
+    return SqlSpec(
+        datasource=doc["datasource"],
+        sql=doc["sql"],
+        type=SqlType(doc["type"]),
+        pre_statements=tuple(doc["pre_statements"]),
+        post_statements=tuple(doc["post_statements"]),
+        allow_multiple_statements=bool(doc["allow_multiple_statements"]),
+        row_limit=int(doc["row_limit"]),
+        out_params=dict(doc["out_params"]),
+        rows_param=doc["rows_param"],
+    )
+
+
+def _procedure_from_json(doc: Mapping[str, Any]) -> ProcedureSpec:
+    return ProcedureSpec(
+        datasource=doc["datasource"],
+        procedure=doc["procedure"],
+        params=tuple(
+            ProcedureParamSpec(
+                name=p["name"],
+                direction=ParamDirection(p["direction"]),
+                type=ParamType(p["type"]),
+                value=p["value"],
+            )
+            for p in doc["params"]
+        ),
     )
 
 

@@ -394,3 +394,26 @@ class ScheduleFire(Base):
     state: Mapped[str] = mapped_column(String(STATE))
     workflow_instance_id: Mapped[int | None] = mapped_column(BigInteger)
     create_time: Mapped[datetime]
+
+
+class DatasourceRow(Base):
+    """A named database connection (migration 0010). ``password`` is a Fernet token
+    (:mod:`dsched_server.datasource_key`), never the password itself; NULL: none set."""
+
+    __tablename__ = "datasources"
+    __table_args__ = (
+        {**_AUTOINCREMENT, "mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"},
+    )
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(NAME), unique=True)
+    type: Mapped[str] = mapped_column(String(STATE))
+    description: Mapped[str] = mapped_column(String(1024))
+    host: Mapped[str] = mapped_column(String(255))
+    port: Mapped[int] = mapped_column(Integer)
+    database: Mapped[str] = mapped_column(String(1024))
+    user: Mapped[str] = mapped_column(String(128))
+    password: Mapped[str | None] = mapped_column(Text)
+    options: Mapped[dict[str, Any]]
+    url: Mapped[str] = mapped_column(Text)
+    create_time: Mapped[datetime]
+    update_time: Mapped[datetime]

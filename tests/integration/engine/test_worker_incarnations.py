@@ -23,6 +23,7 @@ from dsched_server.clock import SystemClock
 from dsched_server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
 from dsched_server.coord.registry import Registry
 from dsched_server.coord.zookeeper import ZooKeeperRegistry
+from dsched_server.datasource_key import DatasourceKey
 from dsched_server.engine.dispatcher import Dispatcher
 from dsched_server.engine.failover import Failover
 from dsched_server.engine.grpc_worker_client import GrpcWorkerClient
@@ -132,6 +133,7 @@ async def master_view(
         epoch=1,
         default_group="default",
         reload=lambda _id, _pins: None,
+        datasource_key=DatasourceKey(tmp_path / "datasource.key", create=True),
         failover_delay=delay,
     )
     runners = RecordingRunners()

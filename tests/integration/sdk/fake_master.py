@@ -461,3 +461,21 @@ class FakeMaster(master_service_pb2_grpc.MasterServiceServicer):
 
     def PreviewSchedule(self, request: Any, context: Any) -> Any:
         return self._unserved("PreviewSchedule", request, context)
+
+    def CreateDatasource(self, request: Any, context: Any) -> Any:
+        return self._unserved("CreateDatasource", request, context)
+
+    def GetDatasource(self, request: Any, context: Any) -> Any:
+        return self._unserved("GetDatasource", request, context)
+
+    def ListDatasources(self, request: Any, context: Any) -> Any:
+        return self._unserved("ListDatasources", request, context)
+
+    def UpdateDatasource(self, request: Any, context: Any) -> Any:
+        return self._unserved("UpdateDatasource", request, context)
+
+    def DeleteDatasource(self, request: Any, context: Any) -> Any:
+        return self._unserved("DeleteDatasource", request, context)
+
+    def TestDatasource(self, request: Any, context: Any) -> Any:
+        return self._unserved("TestDatasource", request, context)

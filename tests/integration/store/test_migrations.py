@@ -17,7 +17,7 @@ from dsched_server.store.database import MIGRATIONS, Conn, Database
 from dsched_server.store.models import Base
 from tests.integration.store.conftest import NOW, make_project, read, write
 
-HEAD = "0009"
+HEAD = "0010"
 
 
 async def _tables(conn: Conn) -> set[str]:

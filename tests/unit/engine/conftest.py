@@ -32,6 +32,7 @@ from dsched_server.clock import SystemClock
 from dsched_server.coord.embedded import EmbeddedEnsemble, EmbeddedRegistry
 from dsched_server.core.controls import ControlKind
 from dsched_server.core.records import InstanceRecord, RunOptions, TaskInstanceRecord
+from dsched_server.datasource_key import DatasourceKey
 from dsched_server.engine.commands import CommandConsumer
 from dsched_server.engine.dispatcher import Dispatcher
 from dsched_server.engine.failover import Failover
@@ -205,6 +206,7 @@ class World:
             epoch=epoch,
             default_group="default",
             reload=_reload,
+            datasource_key=DatasourceKey(Path(f"{self.db.url.database}.key"), create=True),
             failover_delay=FAILOVER_DELAY_S,
         )
         runners = Runners()

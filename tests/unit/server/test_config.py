@@ -364,6 +364,7 @@ UNUSED: dict[Role, set[str]] = {
         *("cluster_host", "cluster_port", "master_capacity", "instance_sweep_interval"),
         *("request_id_retention_days", "event_retention_days", "instance_retention_days"),
         "retention_interval",
+        "datasource_key_file",  # only masters hold the key (README "Datasources")
     },
 }
 

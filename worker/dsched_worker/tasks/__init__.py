@@ -18,6 +18,7 @@ from dsched.http_spec import HttpSpec
 from dsched.python_spec import PythonSpec
 from dsched.spark import SparkSpec
 from dsched.spec import ShellSpec, TaskKind
+from dsched.sql import ProcedureSpec, SqlSpec
 from dsched_worker.process import GroupRecords
 from dsched_worker.tasks.base import (
     OutputSink,
@@ -34,6 +35,7 @@ from dsched_worker.tasks.python import PythonTaskType
 from dsched_worker.tasks.shell import ShellTaskType
 from dsched_worker.tasks.spark import SparkTaskType
 from dsched_worker.tasks.spawner import Spawner
+from dsched_worker.tasks.sql import ProcedureTaskType, SqlTaskType
 from dsched_worker.workdirs import WorkDirs
 
 __all__ = [
@@ -90,11 +92,14 @@ def default_task_types(
         workdirs=workdirs,
     )
     spark = SparkTaskType(spawner=spawner, base_env=base_env, spark_home=spark_home)
+    children = ChildPrograms(spawner)
     return TaskTypes(
         {
             ShellSpec: ShellTaskType(spawner=spawner, bash=bash),
             PythonSpec: PythonTaskType(spawner=spawner, interpreter=python),
             SparkSpec: spark,
-            HttpSpec: HttpTaskType(children=ChildPrograms(spawner), allow=tuple(http_allow)),
+            HttpSpec: HttpTaskType(children=children, allow=tuple(http_allow)),
+            SqlSpec: SqlTaskType(children),
+            ProcedureSpec: ProcedureTaskType(children),
         }
     )

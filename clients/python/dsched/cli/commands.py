@@ -142,10 +142,10 @@ def show(args: argparse.Namespace, client: Client) -> int:
     if details:
         _out("")
         _out(details)
-    reasons = fmt.task_reasons(tasks)
-    if reasons:
-        _out("")
-        _out(reasons)
+    for extra in (fmt.task_reasons(tasks), fmt.task_outputs(tasks)):
+        if extra:
+            _out("")
+            _out(extra)
     return 0
 
 

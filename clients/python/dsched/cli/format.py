@@ -176,3 +176,20 @@ def task_reasons(tasks: Iterable[TaskInstance]) -> str:
     """The lines under the task table of ``dsched show``: why a task is in its state, for each
     task that says (waiting for a worker, timed out, killed, ...); "" if none does."""
     return "\n".join(f"{t.id} {t.task_name}: {t.state_reason}" for t in tasks if t.state_reason)
+
+
+MAX_OUT_SHOWN = 200  # characters of OUT parameters per task in ``dsched show``
+
+
+def task_outputs(tasks: Iterable[TaskInstance]) -> str:
+    """The OUT parameters each task set (a SQL task's columns, a ``setValue``), one line per task
+    instance that set any, clipped; "" if none did."""
+    lines = []
+    for t in tasks:
+        if not t.out_params:
+            continue
+        text = ", ".join(f"{k}={v}" for k, v in sorted(t.out_params.items()))
+        if len(text) > MAX_OUT_SHOWN:
+            text = text[: MAX_OUT_SHOWN - 1] + "…"
+        lines.append(f"{t.id} {t.task_name}: {text}")
+    return "\n".join(lines)

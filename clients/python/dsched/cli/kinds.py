@@ -12,10 +12,11 @@ from dsched.http_spec import HttpSpec
 from dsched.python_spec import PythonSpec
 from dsched.spark import SparkSpec
 from dsched.spec import ShellSpec, TaskKind, TaskSpec
+from dsched.sql import ProcedureSpec, SqlSpec
 
 
 def kind_name(kind: TaskKind | None) -> str:
-    """SHELL, PYTHON, SPARK, HTTP or DEPENDENT ("-" for none)."""
+    """SHELL, PYTHON, SPARK, HTTP, DEPENDENT, SQL or PROCEDURE ("-" for none)."""
     if isinstance(kind, ShellSpec):
         return "SHELL"
     if isinstance(kind, PythonSpec):
@@ -26,6 +27,10 @@ def kind_name(kind: TaskKind | None) -> str:
         return "SPARK"
     if isinstance(kind, DependentSpec):
         return "DEPENDENT"
+    if isinstance(kind, SqlSpec):
+        return "SQL"
+    if isinstance(kind, ProcedureSpec):
+        return "PROCEDURE"
     return "-"
 
 
@@ -44,6 +49,14 @@ def kind_detail(kind: TaskKind | None) -> str:
         if kind.response_param:
             detail += f"; response -> {kind.response_param}"
         return detail
+    if isinstance(kind, SqlSpec):
+        extra = len(kind.pre_statements) + len(kind.post_statements)
+        return f"datasource {kind.datasource}, {kind.type.value}" + (
+            f", {extra} pre/post statement(s)" if extra else ""
+        )
+    if isinstance(kind, ProcedureSpec):
+        args = ", ".join(f"{p.direction.value} {p.name}" for p in kind.params)
+        return f"datasource {kind.datasource}, CALL {kind.procedure}({args})"
     return ""
 
 

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 from importlib import metadata
 
-from dsched.cli import backfill, commands, schedule
+from dsched.cli import backfill, commands, datasource, schedule
 from dsched.client import Client
 from dsched.errors import DschedError, InvalidArgument
 from dsched.options import FailureStrategy, Priority
@@ -148,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     backfill.add_parsers(sub, common)
     schedule.add_parsers(sub, common)
+    datasource.add_parsers(sub, common)
 
     p = sub.add_parser(
         "cleanup",

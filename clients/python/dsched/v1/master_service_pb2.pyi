@@ -1,6 +1,7 @@
 import datetime
 
 from dsched.v1 import backfill_pb2 as _backfill_pb2
+from dsched.v1 import datasource_pb2 as _datasource_pb2
 from dsched.v1 import enums_pb2 as _enums_pb2
 from dsched.v1 import schedule_pb2 as _schedule_pb2
 from dsched.v1 import resources_pb2 as _resources_pb2

@@ -4,6 +4,7 @@ import grpc
 import warnings
 
 from dsched.v1 import backfill_pb2 as dsched_dot_v1_dot_backfill__pb2
+from dsched.v1 import datasource_pb2 as dsched_dot_v1_dot_datasource__pb2
 from dsched.v1 import master_service_pb2 as dsched_dot_v1_dot_master__service__pb2
 from dsched.v1 import schedule_pb2 as dsched_dot_v1_dot_schedule__pb2
 
@@ -245,6 +246,36 @@ class MasterServiceStub:
                 '/dsched.v1.MasterService/PreviewSchedule',
                 request_serializer=dsched_dot_v1_dot_schedule__pb2.PreviewScheduleRequest.SerializeToString,
                 response_deserializer=dsched_dot_v1_dot_schedule__pb2.PreviewScheduleResponse.FromString,
+                _registered_method=True)
+        self.CreateDatasource = channel.unary_unary(
+                '/dsched.v1.MasterService/CreateDatasource',
+                request_serializer=dsched_dot_v1_dot_datasource__pb2.CreateDatasourceRequest.SerializeToString,
+                response_deserializer=dsched_dot_v1_dot_datasource__pb2.CreateDatasourceResponse.FromString,
+                _registered_method=True)
+        self.GetDatasource = channel.unary_unary(
+                '/dsched.v1.MasterService/GetDatasource',
+                request_serializer=dsched_dot_v1_dot_datasource__pb2.GetDatasourceRequest.SerializeToString,
+                response_deserializer=dsched_dot_v1_dot_datasource__pb2.GetDatasourceResponse.FromString,
+                _registered_method=True)
+        self.ListDatasources = channel.unary_unary(
+                '/dsched.v1.MasterService/ListDatasources',
+                request_serializer=dsched_dot_v1_dot_datasource__pb2.ListDatasourcesRequest.SerializeToString,
+                response_deserializer=dsched_dot_v1_dot_datasource__pb2.ListDatasourcesResponse.FromString,
+                _registered_method=True)
+        self.UpdateDatasource = channel.unary_unary(
+                '/dsched.v1.MasterService/UpdateDatasource',
+                request_serializer=dsched_dot_v1_dot_datasource__pb2.UpdateDatasourceRequest.SerializeToString,
+                response_deserializer=dsched_dot_v1_dot_datasource__pb2.UpdateDatasourceResponse.FromString,
+                _registered_method=True)
+        self.DeleteDatasource = channel.unary_unary(
+                '/dsched.v1.MasterService/DeleteDatasource',
+                request_serializer=dsched_dot_v1_dot_datasource__pb2.DeleteDatasourceRequest.SerializeToString,
+                response_deserializer=dsched_dot_v1_dot_datasource__pb2.DeleteDatasourceResponse.FromString,
+                _registered_method=True)
+        self.TestDatasource = channel.unary_unary(
+                '/dsched.v1.MasterService/TestDatasource',
+                request_serializer=dsched_dot_v1_dot_datasource__pb2.TestDatasourceRequest.SerializeToString,
+                response_deserializer=dsched_dot_v1_dot_datasource__pb2.TestDatasourceResponse.FromString,
                 _registered_method=True)
 
 
@@ -565,6 +596,50 @@ class MasterServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateDatasource(self, request, context):
+        """Creates a datasource (README "Datasources"). INVALID_ARGUMENT with the field for a bad name,
+        type, host, port, URL or an option outside the type's allow-list; ALREADY_EXISTS if the name
+        is taken; FAILED_PRECONDITION if a password is given and the master has no key to encrypt it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetDatasource(self, request, context):
+        """Gets a datasource (never its password). NOT_FOUND if it does not exist.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListDatasources(self, request, context):
+        """Lists datasources by name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateDatasource(self, request, context):
+        """Replaces a datasource's writable fields (same checks as CreateDatasource).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteDatasource(self, request, context):
+        """Deletes a datasource. NOT_FOUND if it does not exist.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TestDatasource(self, request, context):
+        """Connects to a datasource from the master with a short timeout and says whether it worked.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MasterServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -767,6 +842,36 @@ def add_MasterServiceServicer_to_server(servicer, server):
                     servicer.PreviewSchedule,
                     request_deserializer=dsched_dot_v1_dot_schedule__pb2.PreviewScheduleRequest.FromString,
                     response_serializer=dsched_dot_v1_dot_schedule__pb2.PreviewScheduleResponse.SerializeToString,
+            ),
+            'CreateDatasource': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateDatasource,
+                    request_deserializer=dsched_dot_v1_dot_datasource__pb2.CreateDatasourceRequest.FromString,
+                    response_serializer=dsched_dot_v1_dot_datasource__pb2.CreateDatasourceResponse.SerializeToString,
+            ),
+            'GetDatasource': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetDatasource,
+                    request_deserializer=dsched_dot_v1_dot_datasource__pb2.GetDatasourceRequest.FromString,
+                    response_serializer=dsched_dot_v1_dot_datasource__pb2.GetDatasourceResponse.SerializeToString,
+            ),
+            'ListDatasources': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDatasources,
+                    request_deserializer=dsched_dot_v1_dot_datasource__pb2.ListDatasourcesRequest.FromString,
+                    response_serializer=dsched_dot_v1_dot_datasource__pb2.ListDatasourcesResponse.SerializeToString,
+            ),
+            'UpdateDatasource': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateDatasource,
+                    request_deserializer=dsched_dot_v1_dot_datasource__pb2.UpdateDatasourceRequest.FromString,
+                    response_serializer=dsched_dot_v1_dot_datasource__pb2.UpdateDatasourceResponse.SerializeToString,
+            ),
+            'DeleteDatasource': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteDatasource,
+                    request_deserializer=dsched_dot_v1_dot_datasource__pb2.DeleteDatasourceRequest.FromString,
+                    response_serializer=dsched_dot_v1_dot_datasource__pb2.DeleteDatasourceResponse.SerializeToString,
+            ),
+            'TestDatasource': grpc.unary_unary_rpc_method_handler(
+                    servicer.TestDatasource,
+                    request_deserializer=dsched_dot_v1_dot_datasource__pb2.TestDatasourceRequest.FromString,
+                    response_serializer=dsched_dot_v1_dot_datasource__pb2.TestDatasourceResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1859,6 +1964,168 @@ class MasterService:
             '/dsched.v1.MasterService/PreviewSchedule',
             dsched_dot_v1_dot_schedule__pb2.PreviewScheduleRequest.SerializeToString,
             dsched_dot_v1_dot_schedule__pb2.PreviewScheduleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateDatasource(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsched.v1.MasterService/CreateDatasource',
+            dsched_dot_v1_dot_datasource__pb2.CreateDatasourceRequest.SerializeToString,
+            dsched_dot_v1_dot_datasource__pb2.CreateDatasourceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetDatasource(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsched.v1.MasterService/GetDatasource',
+            dsched_dot_v1_dot_datasource__pb2.GetDatasourceRequest.SerializeToString,
+            dsched_dot_v1_dot_datasource__pb2.GetDatasourceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListDatasources(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsched.v1.MasterService/ListDatasources',
+            dsched_dot_v1_dot_datasource__pb2.ListDatasourcesRequest.SerializeToString,
+            dsched_dot_v1_dot_datasource__pb2.ListDatasourcesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateDatasource(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsched.v1.MasterService/UpdateDatasource',
+            dsched_dot_v1_dot_datasource__pb2.UpdateDatasourceRequest.SerializeToString,
+            dsched_dot_v1_dot_datasource__pb2.UpdateDatasourceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteDatasource(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsched.v1.MasterService/DeleteDatasource',
+            dsched_dot_v1_dot_datasource__pb2.DeleteDatasourceRequest.SerializeToString,
+            dsched_dot_v1_dot_datasource__pb2.DeleteDatasourceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TestDatasource(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsched.v1.MasterService/TestDatasource',
+            dsched_dot_v1_dot_datasource__pb2.TestDatasourceRequest.SerializeToString,
+            dsched_dot_v1_dot_datasource__pb2.TestDatasourceResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -5,6 +5,7 @@ The client-facing API of a dsched master."""
 
 from collections import abc as _abc
 from dsched.v1 import backfill_pb2 as _backfill_pb2
+from dsched.v1 import datasource_pb2 as _datasource_pb2
 from dsched.v1 import master_service_pb2 as _master_service_pb2
 from dsched.v1 import schedule_pb2 as _schedule_pb2
 from grpc import aio as _aio
@@ -160,6 +161,21 @@ class MasterServiceStub:
     """Puts a schedule online or offline."""
     PreviewSchedule: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.PreviewScheduleRequest, _schedule_pb2.PreviewScheduleResponse]
     """The next fire times of a schedule or of a cron."""
+    CreateDatasource: _grpc.UnaryUnaryMultiCallable[_datasource_pb2.CreateDatasourceRequest, _datasource_pb2.CreateDatasourceResponse]
+    """Creates a datasource (README "Datasources"). INVALID_ARGUMENT with the field for a bad name,
+    type, host, port, URL or an option outside the type's allow-list; ALREADY_EXISTS if the name
+    is taken; FAILED_PRECONDITION if a password is given and the master has no key to encrypt it.
+    """
+    GetDatasource: _grpc.UnaryUnaryMultiCallable[_datasource_pb2.GetDatasourceRequest, _datasource_pb2.GetDatasourceResponse]
+    """Gets a datasource (never its password). NOT_FOUND if it does not exist."""
+    ListDatasources: _grpc.UnaryUnaryMultiCallable[_datasource_pb2.ListDatasourcesRequest, _datasource_pb2.ListDatasourcesResponse]
+    """Lists datasources by name."""
+    UpdateDatasource: _grpc.UnaryUnaryMultiCallable[_datasource_pb2.UpdateDatasourceRequest, _datasource_pb2.UpdateDatasourceResponse]
+    """Replaces a datasource's writable fields (same checks as CreateDatasource)."""
+    DeleteDatasource: _grpc.UnaryUnaryMultiCallable[_datasource_pb2.DeleteDatasourceRequest, _datasource_pb2.DeleteDatasourceResponse]
+    """Deletes a datasource. NOT_FOUND if it does not exist."""
+    TestDatasource: _grpc.UnaryUnaryMultiCallable[_datasource_pb2.TestDatasourceRequest, _datasource_pb2.TestDatasourceResponse]
+    """Connects to a datasource from the master with a short timeout and says whether it worked."""
 
 @_typing.type_check_only
 class MasterServiceAsyncStub(MasterServiceStub):
@@ -291,6 +307,21 @@ class MasterServiceAsyncStub(MasterServiceStub):
     """Puts a schedule online or offline."""
     PreviewSchedule: _aio.UnaryUnaryMultiCallable[_schedule_pb2.PreviewScheduleRequest, _schedule_pb2.PreviewScheduleResponse]  # type: ignore[assignment]
     """The next fire times of a schedule or of a cron."""
+    CreateDatasource: _aio.UnaryUnaryMultiCallable[_datasource_pb2.CreateDatasourceRequest, _datasource_pb2.CreateDatasourceResponse]  # type: ignore[assignment]
+    """Creates a datasource (README "Datasources"). INVALID_ARGUMENT with the field for a bad name,
+    type, host, port, URL or an option outside the type's allow-list; ALREADY_EXISTS if the name
+    is taken; FAILED_PRECONDITION if a password is given and the master has no key to encrypt it.
+    """
+    GetDatasource: _aio.UnaryUnaryMultiCallable[_datasource_pb2.GetDatasourceRequest, _datasource_pb2.GetDatasourceResponse]  # type: ignore[assignment]
+    """Gets a datasource (never its password). NOT_FOUND if it does not exist."""
+    ListDatasources: _aio.UnaryUnaryMultiCallable[_datasource_pb2.ListDatasourcesRequest, _datasource_pb2.ListDatasourcesResponse]  # type: ignore[assignment]
+    """Lists datasources by name."""
+    UpdateDatasource: _aio.UnaryUnaryMultiCallable[_datasource_pb2.UpdateDatasourceRequest, _datasource_pb2.UpdateDatasourceResponse]  # type: ignore[assignment]
+    """Replaces a datasource's writable fields (same checks as CreateDatasource)."""
+    DeleteDatasource: _aio.UnaryUnaryMultiCallable[_datasource_pb2.DeleteDatasourceRequest, _datasource_pb2.DeleteDatasourceResponse]  # type: ignore[assignment]
+    """Deletes a datasource. NOT_FOUND if it does not exist."""
+    TestDatasource: _aio.UnaryUnaryMultiCallable[_datasource_pb2.TestDatasourceRequest, _datasource_pb2.TestDatasourceResponse]  # type: ignore[assignment]
+    """Connects to a datasource from the master with a short timeout and says whether it worked."""
 
 class MasterServiceServicer(metaclass=_abc_1.ABCMeta):
     """MasterService manages projects and workflow definitions, starts and controls workflow instances, and
@@ -659,5 +690,56 @@ class MasterServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_schedule_pb2.PreviewScheduleResponse, _abc.Awaitable[_schedule_pb2.PreviewScheduleResponse]]:
         """The next fire times of a schedule or of a cron."""
+
+    @_abc_1.abstractmethod
+    def CreateDatasource(
+        self,
+        request: _datasource_pb2.CreateDatasourceRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_datasource_pb2.CreateDatasourceResponse, _abc.Awaitable[_datasource_pb2.CreateDatasourceResponse]]:
+        """Creates a datasource (README "Datasources"). INVALID_ARGUMENT with the field for a bad name,
+        type, host, port, URL or an option outside the type's allow-list; ALREADY_EXISTS if the name
+        is taken; FAILED_PRECONDITION if a password is given and the master has no key to encrypt it.
+        """
+
+    @_abc_1.abstractmethod
+    def GetDatasource(
+        self,
+        request: _datasource_pb2.GetDatasourceRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_datasource_pb2.GetDatasourceResponse, _abc.Awaitable[_datasource_pb2.GetDatasourceResponse]]:
+        """Gets a datasource (never its password). NOT_FOUND if it does not exist."""
+
+    @_abc_1.abstractmethod
+    def ListDatasources(
+        self,
+        request: _datasource_pb2.ListDatasourcesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_datasource_pb2.ListDatasourcesResponse, _abc.Awaitable[_datasource_pb2.ListDatasourcesResponse]]:
+        """Lists datasources by name."""
+
+    @_abc_1.abstractmethod
+    def UpdateDatasource(
+        self,
+        request: _datasource_pb2.UpdateDatasourceRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_datasource_pb2.UpdateDatasourceResponse, _abc.Awaitable[_datasource_pb2.UpdateDatasourceResponse]]:
+        """Replaces a datasource's writable fields (same checks as CreateDatasource)."""
+
+    @_abc_1.abstractmethod
+    def DeleteDatasource(
+        self,
+        request: _datasource_pb2.DeleteDatasourceRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_datasource_pb2.DeleteDatasourceResponse, _abc.Awaitable[_datasource_pb2.DeleteDatasourceResponse]]:
+        """Deletes a datasource. NOT_FOUND if it does not exist."""
+
+    @_abc_1.abstractmethod
+    def TestDatasource(
+        self,
+        request: _datasource_pb2.TestDatasourceRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_datasource_pb2.TestDatasourceResponse, _abc.Awaitable[_datasource_pb2.TestDatasourceResponse]]:
+        """Connects to a datasource from the master with a short timeout and says whether it worked."""
 
 def add_MasterServiceServicer_to_server(servicer: MasterServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -5,6 +5,7 @@ from dsched.v1 import enums_pb2 as _enums_pb2
 from dsched.v1 import http_task_pb2 as _http_task_pb2
 from dsched.v1 import python_task_pb2 as _python_task_pb2
 from dsched.v1 import spark_pb2 as _spark_pb2
+from dsched.v1 import sql_pb2 as _sql_pb2
 from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
@@ -34,7 +35,7 @@ class ShellTask(_message.Message):
     def __init__(self, script: _Optional[str] = ...) -> None: ...
 
 class TaskDefinition(_message.Message):
-    __slots__ = ("name", "description", "upstream_tasks", "priority", "worker_group", "retries", "retry_interval", "timeout", "timeout_strategy", "delay", "params", "disabled", "shell", "dependent", "python", "spark", "http")
+    __slots__ = ("name", "description", "upstream_tasks", "priority", "worker_group", "retries", "retry_interval", "timeout", "timeout_strategy", "delay", "params", "disabled", "shell", "dependent", "python", "spark", "http", "sql", "procedure")
     class ParamsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -59,6 +60,8 @@ class TaskDefinition(_message.Message):
     PYTHON_FIELD_NUMBER: _ClassVar[int]
     SPARK_FIELD_NUMBER: _ClassVar[int]
     HTTP_FIELD_NUMBER: _ClassVar[int]
+    SQL_FIELD_NUMBER: _ClassVar[int]
+    PROCEDURE_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     upstream_tasks: _containers.RepeatedScalarFieldContainer[str]
@@ -76,7 +79,9 @@ class TaskDefinition(_message.Message):
     python: _python_task_pb2.PythonTask
     spark: _spark_pb2.SparkTask
     http: _http_task_pb2.HttpTask
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., upstream_tasks: _Optional[_Iterable[str]] = ..., priority: _Optional[_Union[_enums_pb2.Priority, str]] = ..., worker_group: _Optional[str] = ..., retries: _Optional[int] = ..., retry_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., timeout_strategy: _Optional[_Union[_enums_pb2.TimeoutStrategy, str]] = ..., delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., params: _Optional[_Mapping[str, str]] = ..., disabled: _Optional[bool] = ..., shell: _Optional[_Union[ShellTask, _Mapping]] = ..., dependent: _Optional[_Union[_dependent_pb2.DependentTask, _Mapping]] = ..., python: _Optional[_Union[_python_task_pb2.PythonTask, _Mapping]] = ..., spark: _Optional[_Union[_spark_pb2.SparkTask, _Mapping]] = ..., http: _Optional[_Union[_http_task_pb2.HttpTask, _Mapping]] = ...) -> None: ...
+    sql: _sql_pb2.SqlTask
+    procedure: _sql_pb2.ProcedureTask
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., upstream_tasks: _Optional[_Iterable[str]] = ..., priority: _Optional[_Union[_enums_pb2.Priority, str]] = ..., worker_group: _Optional[str] = ..., retries: _Optional[int] = ..., retry_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., timeout_strategy: _Optional[_Union[_enums_pb2.TimeoutStrategy, str]] = ..., delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., params: _Optional[_Mapping[str, str]] = ..., disabled: _Optional[bool] = ..., shell: _Optional[_Union[ShellTask, _Mapping]] = ..., dependent: _Optional[_Union[_dependent_pb2.DependentTask, _Mapping]] = ..., python: _Optional[_Union[_python_task_pb2.PythonTask, _Mapping]] = ..., spark: _Optional[_Union[_spark_pb2.SparkTask, _Mapping]] = ..., http: _Optional[_Union[_http_task_pb2.HttpTask, _Mapping]] = ..., sql: _Optional[_Union[_sql_pb2.SqlTask, _Mapping]] = ..., procedure: _Optional[_Union[_sql_pb2.ProcedureTask, _Mapping]] = ...) -> None: ...
 
 class Workflow(_message.Message):
     __slots__ = ("project", "name", "code", "version", "description", "tasks", "params", "release_state", "create_time", "update_time")

@@ -22,16 +22,18 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from dsched.v1 import datasource_pb2 as dsched_dot_v1_dot_datasource__pb2
 from dsched.v1 import enums_pb2 as dsched_dot_v1_dot_enums__pb2
 from dsched.v1 import http_task_pb2 as dsched_dot_v1_dot_http__task__pb2
 from dsched.v1 import python_task_pb2 as dsched_dot_v1_dot_python__task__pb2
 from dsched.v1 import resources_pb2 as dsched_dot_v1_dot_resources__pb2
 from dsched.v1 import spark_pb2 as dsched_dot_v1_dot_spark__pb2
+from dsched.v1 import sql_pb2 as dsched_dot_v1_dot_sql__pb2
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x64sched/v1/worker_service.proto\x12\tdsched.v1\x1a\x15\x64sched/v1/enums.proto\x1a\x19\x64sched/v1/http_task.proto\x1a\x1b\x64sched/v1/python_task.proto\x1a\x19\x64sched/v1/resources.proto\x1a\x15\x64sched/v1/spark.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc3\x05\n\rTaskExecution\x12\x18\n\x10task_instance_id\x18\x01 \x01(\x03\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x1c\n\x14workflow_instance_id\x18\x03 \x01(\x03\x12\x15\n\rworkflow_code\x18\x04 \x01(\x03\x12\x18\n\x10workflow_version\x18\x05 \x01(\x05\x12\x11\n\ttask_name\x18\x06 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x07 \x01(\t\x12\x34\n\x06params\x18\x08 \x03(\x0b\x32$.dsched.v1.TaskExecution.ParamsEntry\x12*\n\x07timeout\x18\t \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x34\n\x10timeout_strategy\x18\n \x01(\x0e\x32\x1a.dsched.v1.TimeoutStrategy\x12\x0f\n\x07\x64ry_run\x18\x0b \x01(\x08\x12\x15\n\rowner_address\x18\x0c \x01(\t\x12\x13\n\x0bowner_epoch\x18\r \x01(\x03\x12/\n\x0bsubmit_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nqueue_rank\x18\x0f \x01(\x05\x12%\n\x05shell\x18\x14 \x01(\x0b\x32\x14.dsched.v1.ShellTaskH\x00\x12\'\n\x06python\x18\x16 \x01(\x0b\x32\x15.dsched.v1.PythonTaskH\x00\x12%\n\x05spark\x18\x17 \x01(\x0b\x32\x14.dsched.v1.SparkTaskH\x00\x12#\n\x04http\x18\x1a \x01(\x0b\x32\x13.dsched.v1.HttpTaskH\x00\x12\x1f\n\x17\x65\x61rlier_application_ids\x18\x10 \x03(\t\x1a-\n\x0bParamsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x06\n\x04kind\"=\n\x13\x44ispatchTaskRequest\x12&\n\x04task\x18\x01 \x01(\x0b\x32\x18.dsched.v1.TaskExecution\"{\n\x14\x44ispatchTaskResponse\x12+\n\x07outcome\x18\x01 \x01(\x0e\x32\x1a.dsched.v1.DispatchOutcome\x12\x14\n\x0cworker_epoch\x18\x02 \x01(\x03\x12\x10\n\x08log_path\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\"?\n\x14\x44ispatchTasksRequest\x12\'\n\x05tasks\x18\x01 \x03(\x0b\x32\x18.dsched.v1.TaskExecution\"\x8a\x01\n\x0e\x44ispatchResult\x12\x18\n\x10task_instance_id\x18\x01 \x01(\x03\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12+\n\x07outcome\x18\x03 \x01(\x0e\x32\x1a.dsched.v1.DispatchOutcome\x12\x10\n\x08log_path\x18\x04 \x01(\t\x12\x0e\n\x06reason\x18\x05 \x01(\t\"Y\n\x15\x44ispatchTasksResponse\x12\x14\n\x0cworker_epoch\x18\x01 \x01(\x03\x12*\n\x07results\x18\x02 \x03(\x0b\x32\x19.dsched.v1.DispatchResult\"L\n\x0fKillTaskRequest\x12\x18\n\x10task_instance_id\x18\x01 \x01(\x03\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x0e\n\x06reason\x18\x03 \x01(\t\"!\n\x10KillTaskResponse\x12\r\n\x05\x66ound\x18\x01 \x01(\x08\"l\n\x13TakeOverTaskRequest\x12\x18\n\x10task_instance_id\x18\x01 \x01(\x03\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x15\n\rowner_address\x18\x03 \x01(\t\x12\x13\n\x0bowner_epoch\x18\x04 \x01(\x03\"%\n\x14TakeOverTaskResponse\x12\r\n\x05\x66ound\x18\x01 \x01(\x08\x32\xca\x02\n\rWorkerService\x12O\n\x0c\x44ispatchTask\x12\x1e.dsched.v1.DispatchTaskRequest\x1a\x1f.dsched.v1.DispatchTaskResponse\x12R\n\rDispatchTasks\x12\x1f.dsched.v1.DispatchTasksRequest\x1a .dsched.v1.DispatchTasksResponse\x12\x43\n\x08KillTask\x12\x1a.dsched.v1.KillTaskRequest\x1a\x1b.dsched.v1.KillTaskResponse\x12O\n\x0cTakeOverTask\x12\x1e.dsched.v1.TakeOverTaskRequest\x1a\x1f.dsched.v1.TakeOverTaskResponseB\x87\x01\n\rcom.dsched.v1B\x12WorkerServiceProtoP\x01Z5github.com/dsched/dsched/clients/go/dschedv1;dschedv1\xa2\x02\x03\x44XX\xaa\x02\tDsched.V1\xca\x02\tDsched\\V1\xea\x02\nDsched::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x64sched/v1/worker_service.proto\x12\tdsched.v1\x1a\x1a\x64sched/v1/datasource.proto\x1a\x15\x64sched/v1/enums.proto\x1a\x19\x64sched/v1/http_task.proto\x1a\x1b\x64sched/v1/python_task.proto\x1a\x19\x64sched/v1/resources.proto\x1a\x15\x64sched/v1/spark.proto\x1a\x13\x64sched/v1/sql.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc4\x06\n\rTaskExecution\x12\x18\n\x10task_instance_id\x18\x01 \x01(\x03\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x1c\n\x14workflow_instance_id\x18\x03 \x01(\x03\x12\x15\n\rworkflow_code\x18\x04 \x01(\x03\x12\x18\n\x10workflow_version\x18\x05 \x01(\x05\x12\x11\n\ttask_name\x18\x06 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x07 \x01(\t\x12\x34\n\x06params\x18\x08 \x03(\x0b\x32$.dsched.v1.TaskExecution.ParamsEntry\x12*\n\x07timeout\x18\t \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x34\n\x10timeout_strategy\x18\n \x01(\x0e\x32\x1a.dsched.v1.TimeoutStrategy\x12\x0f\n\x07\x64ry_run\x18\x0b \x01(\x08\x12\x15\n\rowner_address\x18\x0c \x01(\t\x12\x13\n\x0bowner_epoch\x18\r \x01(\x03\x12/\n\x0bsubmit_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nqueue_rank\x18\x0f \x01(\x05\x12%\n\x05shell\x18\x14 \x01(\x0b\x32\x14.dsched.v1.ShellTaskH\x00\x12\'\n\x06python\x18\x16 \x01(\x0b\x32\x15.dsched.v1.PythonTaskH\x00\x12%\n\x05spark\x18\x17 \x01(\x0b\x32\x14.dsched.v1.SparkTaskH\x00\x12#\n\x04http\x18\x1a \x01(\x0b\x32\x13.dsched.v1.HttpTaskH\x00\x12!\n\x03sql\x18\x18 \x01(\x0b\x32\x12.dsched.v1.SqlTaskH\x00\x12-\n\tprocedure\x18\x19 \x01(\x0b\x32\x18.dsched.v1.ProcedureTaskH\x00\x12\x1f\n\x17\x65\x61rlier_application_ids\x18\x10 \x03(\t\x12-\n\ndatasource\x18\x1e \x01(\x0b\x32\x19.dsched.v1.TaskDatasource\x1a-\n\x0bParamsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x06\n\x04kind\"\x8d\x02\n\x0eTaskDatasource\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\'\n\x04type\x18\x02 \x01(\x0e\x32\x19.dsched.v1.DatasourceType\x12\x0c\n\x04host\x18\x03 \x01(\t\x12\x0c\n\x04port\x18\x04 \x01(\x05\x12\x10\n\x08\x64\x61tabase\x18\x05 \x01(\t\x12\x0c\n\x04user\x18\x06 \x01(\t\x12\x10\n\x08password\x18\x07 \x01(\t\x12\x37\n\x07options\x18\x08 \x03(\x0b\x32&.dsched.v1.TaskDatasource.OptionsEntry\x12\r\n\x05\x65rror\x18\t \x01(\t\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"=\n\x13\x44ispatchTaskRequest\x12&\n\x04task\x18\x01 \x01(\x0b\x32\x18.dsched.v1.TaskExecution\"{\n\x14\x44ispatchTaskResponse\x12+\n\x07outcome\x18\x01 \x01(\x0e\x32\x1a.dsched.v1.DispatchOutcome\x12\x14\n\x0cworker_epoch\x18\x02 \x01(\x03\x12\x10\n\x08log_path\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\"?\n\x14\x44ispatchTasksRequest\x12\'\n\x05tasks\x18\x01 \x03(\x0b\x32\x18.dsched.v1.TaskExecution\"\x8a\x01\n\x0e\x44ispatchResult\x12\x18\n\x10task_instance_id\x18\x01 \x01(\x03\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12+\n\x07outcome\x18\x03 \x01(\x0e\x32\x1a.dsched.v1.DispatchOutcome\x12\x10\n\x08log_path\x18\x04 \x01(\t\x12\x0e\n\x06reason\x18\x05 \x01(\t\"Y\n\x15\x44ispatchTasksResponse\x12\x14\n\x0cworker_epoch\x18\x01 \x01(\x03\x12*\n\x07results\x18\x02 \x03(\x0b\x32\x19.dsched.v1.DispatchResult\"L\n\x0fKillTaskRequest\x12\x18\n\x10task_instance_id\x18\x01 \x01(\x03\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x0e\n\x06reason\x18\x03 \x01(\t\"!\n\x10KillTaskResponse\x12\r\n\x05\x66ound\x18\x01 \x01(\x08\"l\n\x13TakeOverTaskRequest\x12\x18\n\x10task_instance_id\x18\x01 \x01(\x03\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x15\n\rowner_address\x18\x03 \x01(\t\x12\x13\n\x0bowner_epoch\x18\x04 \x01(\x03\"%\n\x14TakeOverTaskResponse\x12\r\n\x05\x66ound\x18\x01 \x01(\x08\x32\xca\x02\n\rWorkerService\x12O\n\x0c\x44ispatchTask\x12\x1e.dsched.v1.DispatchTaskRequest\x1a\x1f.dsched.v1.DispatchTaskResponse\x12R\n\rDispatchTasks\x12\x1f.dsched.v1.DispatchTasksRequest\x1a .dsched.v1.DispatchTasksResponse\x12\x43\n\x08KillTask\x12\x1a.dsched.v1.KillTaskRequest\x1a\x1b.dsched.v1.KillTaskResponse\x12O\n\x0cTakeOverTask\x12\x1e.dsched.v1.TakeOverTaskRequest\x1a\x1f.dsched.v1.TakeOverTaskResponseB\x87\x01\n\rcom.dsched.v1B\x12WorkerServiceProtoP\x01Z5github.com/dsched/dsched/clients/go/dschedv1;dschedv1\xa2\x02\x03\x44XX\xaa\x02\tDsched.V1\xca\x02\tDsched\\V1\xea\x02\nDsched::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,28 +43,34 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._serialized_options = b'\n\rcom.dsched.v1B\022WorkerServiceProtoP\001Z5github.com/dsched/dsched/clients/go/dschedv1;dschedv1\242\002\003DXX\252\002\tDsched.V1\312\002\tDsched\\V1\352\002\nDsched::V1'
   _globals['_TASKEXECUTION_PARAMSENTRY']._loaded_options = None
   _globals['_TASKEXECUTION_PARAMSENTRY']._serialized_options = b'8\001'
-  _globals['_TASKEXECUTION']._serialized_start=240
-  _globals['_TASKEXECUTION']._serialized_end=947
-  _globals['_TASKEXECUTION_PARAMSENTRY']._serialized_start=894
-  _globals['_TASKEXECUTION_PARAMSENTRY']._serialized_end=939
-  _globals['_DISPATCHTASKREQUEST']._serialized_start=949
-  _globals['_DISPATCHTASKREQUEST']._serialized_end=1010
-  _globals['_DISPATCHTASKRESPONSE']._serialized_start=1012
-  _globals['_DISPATCHTASKRESPONSE']._serialized_end=1135
-  _globals['_DISPATCHTASKSREQUEST']._serialized_start=1137
-  _globals['_DISPATCHTASKSREQUEST']._serialized_end=1200
-  _globals['_DISPATCHRESULT']._serialized_start=1203
-  _globals['_DISPATCHRESULT']._serialized_end=1341
-  _globals['_DISPATCHTASKSRESPONSE']._serialized_start=1343
-  _globals['_DISPATCHTASKSRESPONSE']._serialized_end=1432
-  _globals['_KILLTASKREQUEST']._serialized_start=1434
-  _globals['_KILLTASKREQUEST']._serialized_end=1510
-  _globals['_KILLTASKRESPONSE']._serialized_start=1512
-  _globals['_KILLTASKRESPONSE']._serialized_end=1545
-  _globals['_TAKEOVERTASKREQUEST']._serialized_start=1547
-  _globals['_TAKEOVERTASKREQUEST']._serialized_end=1655
-  _globals['_TAKEOVERTASKRESPONSE']._serialized_start=1657
-  _globals['_TAKEOVERTASKRESPONSE']._serialized_end=1694
-  _globals['_WORKERSERVICE']._serialized_start=1697
-  _globals['_WORKERSERVICE']._serialized_end=2027
+  _globals['_TASKDATASOURCE_OPTIONSENTRY']._loaded_options = None
+  _globals['_TASKDATASOURCE_OPTIONSENTRY']._serialized_options = b'8\001'
+  _globals['_TASKEXECUTION']._serialized_start=289
+  _globals['_TASKEXECUTION']._serialized_end=1125
+  _globals['_TASKEXECUTION_PARAMSENTRY']._serialized_start=1072
+  _globals['_TASKEXECUTION_PARAMSENTRY']._serialized_end=1117
+  _globals['_TASKDATASOURCE']._serialized_start=1128
+  _globals['_TASKDATASOURCE']._serialized_end=1397
+  _globals['_TASKDATASOURCE_OPTIONSENTRY']._serialized_start=1351
+  _globals['_TASKDATASOURCE_OPTIONSENTRY']._serialized_end=1397
+  _globals['_DISPATCHTASKREQUEST']._serialized_start=1399
+  _globals['_DISPATCHTASKREQUEST']._serialized_end=1460
+  _globals['_DISPATCHTASKRESPONSE']._serialized_start=1462
+  _globals['_DISPATCHTASKRESPONSE']._serialized_end=1585
+  _globals['_DISPATCHTASKSREQUEST']._serialized_start=1587
+  _globals['_DISPATCHTASKSREQUEST']._serialized_end=1650
+  _globals['_DISPATCHRESULT']._serialized_start=1653
+  _globals['_DISPATCHRESULT']._serialized_end=1791
+  _globals['_DISPATCHTASKSRESPONSE']._serialized_start=1793
+  _globals['_DISPATCHTASKSRESPONSE']._serialized_end=1882
+  _globals['_KILLTASKREQUEST']._serialized_start=1884
+  _globals['_KILLTASKREQUEST']._serialized_end=1960
+  _globals['_KILLTASKRESPONSE']._serialized_start=1962
+  _globals['_KILLTASKRESPONSE']._serialized_end=1995
+  _globals['_TAKEOVERTASKREQUEST']._serialized_start=1997
+  _globals['_TAKEOVERTASKREQUEST']._serialized_end=2105
+  _globals['_TAKEOVERTASKRESPONSE']._serialized_start=2107
+  _globals['_TAKEOVERTASKRESPONSE']._serialized_end=2144
+  _globals['_WORKERSERVICE']._serialized_start=2147
+  _globals['_WORKERSERVICE']._serialized_end=2477
 # @@protoc_insertion_point(module_scope)

@@ -17,6 +17,7 @@ from dsched.spec import MAX_SCRIPT_BYTES, MAX_TIMEOUT, ShellSpec
 from dsched.v1 import enums_pb2, worker_service_pb2
 from dsched_server.protocol.execution import TaskExecution, WorkerKind
 from dsched_server.protocol.wire import checks
+from dsched_server.protocol.wire.datasource import datasource_from, put_sql_kind, sql_kind_from
 
 MAX_KEY_LENGTH = 256
 MAX_DISPATCH_BATCH = 1000  # tasks per DispatchTasks call (bounds one request's work)
@@ -48,7 +49,7 @@ def execution_to_proto(execution: TaskExecution) -> worker_service_pb2.TaskExecu
         msg.shell.script = execution.kind.script
     elif isinstance(execution.kind, SparkSpec):
         msg.spark.CopyFrom(spark_to_proto(execution.kind))
-    else:
+    elif not put_sql_kind(msg, execution):
         convert_kinds.kind_into(msg, execution.kind)
     return msg
 
@@ -122,6 +123,7 @@ def execution_from_proto(
     timeout = checks.duration(f"{path}.timeout", task.timeout, MAX_TIMEOUT, out)
     strategy = _timeout_strategy(task.timeout_strategy, path, out)
     kind = _kind(task, path, out)
+    datasource = datasource_from(task, kind, path, out)
     out.extend(
         application_ids_violations(f"{path}.earlier_application_ids", task.earlier_application_ids)
     )
@@ -136,6 +138,7 @@ def execution_from_proto(
         **checks.same_named(task, _SAME),
         idempotency_key=key,
         kind=kind,
+        datasource=datasource,
         submit_time=submit,
         params=dict(task.params),
         timeout=timeout,
@@ -171,6 +174,9 @@ def _kind(
         spark = spark_from_proto(msg.spark, f"{path}.spark", out)
         out.extend(spark_violations(f"{path}.spark", spark))
         return spark
+    sql = sql_kind_from(msg, which, path, out)
+    if sql is not None:
+        return sql
     kind = convert_kinds.kind_from(msg, which, path, out)
     if isinstance(kind, PythonSpec):
         out.extend(python_violations(f"{path}.python", kind))
