@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from dsched.errors import FieldViolation
-from dsched.names import name_violation, param_name_violation
+from dsched.names import name_violation, param_name_problem, param_name_violation
 from dsched.sql_text import SqlTextError, check_refs, split
 
 MAX_SQL_BYTES = 256 * 1024
@@ -159,9 +159,9 @@ def procedure_violations(path: str, spec: ProcedureSpec) -> list[FieldViolation]
     seen: set[str] = set()
     for i, param in enumerate(spec.params):
         where = f"{path}.params[{i}]"
-        bad = param_name_violation(f"{where}.name", param.name)
-        if bad is not None:
-            out.append(bad)
+        problem = param_name_problem(param.name)
+        if problem is not None:  # the name becomes an OUT parameter's (OUT, INOUT)
+            out.append(FieldViolation(f"{where}.name", problem[1], problem[0]))
         elif param.name in seen:
             out.append(FieldViolation(f"{where}.name", f"{param.name!r} listed twice"))
         seen.add(param.name)

@@ -111,3 +111,26 @@ def test_the_password_is_in_no_repr() -> None:
     conn = Connection(name="d", type=PG, host="h", password=Secret("hunter2"))
     assert "hunter2" not in repr(conn) and "hunter2" not in str(conn)
     assert "hunter2" not in f"{conn.password}" and conn.password.reveal() == "hunter2"
+
+
+def test_an_execution_with_a_datasource_shows_no_password() -> None:
+    from datetime import UTC, datetime
+
+    from dsched.sql import SqlSpec
+    from dsched_server.protocol.execution import TaskExecution
+
+    execution = TaskExecution(
+        task_instance_id=1,
+        attempt=1,
+        workflow_instance_id=1,
+        workflow_code=1,
+        workflow_version=1,
+        task_name="q",
+        idempotency_key="1-q-1",
+        kind=SqlSpec(datasource="d", sql="SELECT 1"),
+        owner_address="127.0.0.1:1",
+        owner_epoch=1,
+        submit_time=datetime(2030, 1, 1, tzinfo=UTC),
+        datasource=Connection(name="d", type=PG, host="h", password=Secret("hunter2")),
+    )
+    assert "hunter2" not in repr(execution) and "hunter2" not in f"{execution}"

@@ -20,6 +20,15 @@ from dsched.options import TimeoutStrategy
 from dsched.python_spec import PythonSpec
 from dsched.spark import DeployMode, SparkProgram, SparkSpec
 from dsched.spec import ShellSpec
+from dsched.sql import (
+    ParamDirection,
+    ParamType,
+    ProcedureParamSpec,
+    ProcedureSpec,
+    SqlSpec,
+    SqlType,
+)
+from dsched_server.core.datasource import Connection, DatasourceType, Secret
 from dsched_server.protocol.event import TaskEvent, TaskEventType
 from dsched_server.protocol.execution import TaskExecution
 
@@ -192,6 +201,62 @@ def _http(draw: st.DrawFn) -> HttpSpec:
     )
 
 
+_SQL_TEXTS = st.sampled_from(
+    ["SELECT 1", "SELECT * FROM t WHERE a = ${dt} AND b LIKE '%${dt}%'", "DELETE FROM t;"]
+)
+
+
+@st.composite
+def _sql(draw: st.DrawFn) -> SqlSpec:
+    return SqlSpec(
+        datasource=draw(st.sampled_from(["dw", "每日 db"])),
+        sql=draw(_SQL_TEXTS),
+        type=draw(st.sampled_from(SqlType)),
+        pre_statements=tuple(draw(st.lists(_SQL_TEXTS, max_size=2))),
+        allow_multiple_statements=draw(st.booleans()),
+        row_limit=draw(st.integers(0, 100_000)),
+    )
+
+
+@st.composite
+def _procedure(draw: st.DrawFn) -> ProcedureSpec:
+    names = draw(st.lists(_PARAM_NAMES, unique=True, max_size=3))
+    params = []
+    for name in names:
+        direction = draw(st.sampled_from(ParamDirection))
+        value = "" if direction is ParamDirection.OUT else draw(st.sampled_from(["", "1", "${dt}"]))
+        params.append(
+            ProcedureParamSpec(
+                name=name, direction=direction, type=draw(st.sampled_from(ParamType)), value=value
+            )
+        )
+    return ProcedureSpec(
+        datasource="dw",
+        procedure=draw(st.sampled_from(["p", "s.p_1"])),
+        params=tuple(params),
+    )
+
+
+@st.composite
+def connections(draw: st.DrawFn) -> Connection:
+    """A datasource as the master resolves it: a connection, or the reason it has none."""
+    if draw(st.booleans()):
+        return Connection(name="dw", error=draw(st.text(min_size=1, max_size=40)))
+    kind = draw(st.sampled_from([DatasourceType.POSTGRESQL, DatasourceType.MYSQL]))
+    option = "sslmode" if kind is DatasourceType.POSTGRESQL else "charset"
+    value = "require" if kind is DatasourceType.POSTGRESQL else "utf8mb4"
+    return Connection(
+        name="dw",
+        type=kind,
+        host=draw(st.sampled_from(["db", "10.0.0.1"])),
+        port=draw(st.integers(0, 65535)),
+        database=draw(st.text(max_size=20)),
+        user=draw(st.text(max_size=20)),
+        password=Secret(draw(st.text(max_size=20))),
+        options=draw(st.sampled_from([{}, {option: value}])),
+    )
+
+
 # The kinds a worker runs, valid (the wire checks them as the API does).
 KINDS = st.one_of(
     st.builds(ShellSpec, script=_VALUES),
@@ -202,11 +267,14 @@ KINDS = st.one_of(
     ),
     _http(),
     sparks(),
+    _sql(),
+    _procedure(),
 )
 
 
 @st.composite
 def executions(draw: st.DrawFn) -> TaskExecution:
+    kind = draw(KINDS)
     return TaskExecution(
         task_instance_id=draw(_IDS),
         attempt=draw(_ATTEMPTS),
@@ -215,7 +283,8 @@ def executions(draw: st.DrawFn) -> TaskExecution:
         workflow_version=draw(st.integers(0, 2**31 - 1)),
         task_name=draw(st.from_regex(r"[A-Za-z][A-Za-z0-9 _-]{0,20}[a-z]", fullmatch=True)),
         idempotency_key=draw(st.from_regex(r"[ -~]{1,256}", fullmatch=True)),
-        kind=draw(KINDS),
+        kind=kind,
+        datasource=draw(connections()) if isinstance(kind, SqlSpec | ProcedureSpec) else None,
         earlier_application_ids=tuple(draw(st.lists(_APPLICATION_IDS, max_size=3))),
         owner_address=draw(ADDRESSES),
         owner_epoch=draw(_EPOCHS),
