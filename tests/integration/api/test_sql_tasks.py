@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
 import psycopg
 import pymysql  # type: ignore[import-untyped]
 import pytest
@@ -268,6 +269,8 @@ async def test_kill_and_timeout_cancel_the_statement(cluster: Cluster, target: T
         async with asyncio.timeout(20):
             while not await _running_statements(target):
                 await asyncio.sleep(0.1)
+    if target.datasource.password:
+        _no_password_in_proc()
     await c.stub.StopWorkflowInstance(pb.StopWorkflowInstanceRequest(id=started.id))
     seen = await run_to_end(c, started.id)
     assert enums.TASK_INSTANCE_STATE_KILLED in seen.task_states("sleep")
@@ -282,6 +285,20 @@ async def test_kill_and_timeout_cancel_the_statement(cluster: Cluster, target: T
     started, seen = await run(c, "timed", [timed])
     assert seen.state == FAILED
     await _gone_from_server(target)
+
+
+def _no_password_in_proc() -> None:
+    """The running SQL program has the password on its stdin only: not in its command line or
+    environment, which /proc shows to other users of the host."""
+    programs = [
+        p
+        for p in psutil.process_iter(["cmdline", "environ"])
+        if "dsched_worker.programs.sql" in " ".join(p.info["cmdline"] or [])
+    ]
+    assert programs, "the SQL program is not running"
+    for program in programs:
+        assert SECRET not in " ".join(program.info["cmdline"] or [])
+        assert SECRET not in str(program.info["environ"] or {})
 
 
 PG_PROCEDURE = """
