@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, get_args
@@ -17,6 +16,7 @@ from urllib.parse import urlsplit
 
 from dsched.names import MAX_WORKER_GROUP_LENGTH, PARAM_NAME_RE, WORKER_GROUP_RE
 from dsched.python_spec import interpreter_violation
+from dsched_worker.programs.allow import parse_entry
 
 HostSelector = Literal["lower_weight", "round_robin", "random"]
 HOST_SELECTORS: tuple[HostSelector, ...] = get_args(HostSelector)
@@ -203,16 +203,12 @@ def _check_interpreter(value: object) -> object:
     return str(value)
 
 
-# scheme://host[:port][/path-prefix]; dsched_worker.programs.allow parses an entry in full when
-# the worker starts (this keeps the settings parser free of worker code).
-_HTTP_ALLOW_RE = re.compile(r"(?i:https?)://[^/\s@?#]+(/[^\s?#]*)?\Z")
-
-
 def _check_http_allow(value: object) -> object:
+    # URL patterns HTTP tasks may request: parsed as the worker's HTTP program parses them, so a
+    # bad entry stops the server at start instead of failing every HTTP task.
     entries = [e.strip() for e in str(value).replace(",", " ").split()]
     for entry in entries:
-        if not _HTTP_ALLOW_RE.match(entry):
-            raise ValueError(f"{entry!r} is not http(s)://host[:port][/path-prefix]")
+        parse_entry(entry)  # ValueError names the entry
     return ",".join(entries)
 
 

@@ -452,6 +452,7 @@ def test_python_interpreter_and_http_allow_are_checked() -> None:
         ("DSCHED_HTTP_ALLOW", "ftp://x"),
         ("DSCHED_HTTP_ALLOW", "http://a@b"),
         ("DSCHED_HTTP_ALLOW", "127.0.0.1"),
+        ("DSCHED_HTTP_ALLOW", "http://a.*.com"),
         ("DSCHED_PYTHON_INTERPRETER", "python3 -c x"),
         ("DSCHED_PYTHON_INTERPRETER", "bin/python"),
     ):
