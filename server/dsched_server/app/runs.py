@@ -7,16 +7,21 @@ consumer once it commits, so any master serves them (ARCHITECTURE.md §3).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
 from dsched.errors import FailedPrecondition, FieldViolation, InvalidArgument, Unavailable
+from dsched.names import param_path
 from dsched.options import CommandType, ReleaseState
 from dsched.spec import WorkflowSpec
 from dsched.states import WorkflowState
+from dsched.time_expr import TimeExprError
 from dsched_server.app.transaction import Transaction
 from dsched_server.core import transitions
+from dsched_server.core.builtin_params import RunIdentity
+from dsched_server.core.param_values import ExpandedTooLarge, expanded_params
 from dsched_server.core.records import InstanceRecord, RunOptions, RunScope, WorkflowRecord
 from dsched_server.store import definitions, events
 from dsched_server.store import instances as instance_repo
@@ -61,6 +66,7 @@ async def start(tx: Transaction, run: StartRun) -> InstanceRecord:
     workflow = await online_workflow(tx, run.project, run.workflow)
     _require_tasks(workflow.spec, run.options.scope.start_tasks)
     when = RunTime(schedule_time=run.schedule_time or tx.now, time_zone=run.time_zone)
+    _require_expandable(workflow, run.options.params, when)
     instance_id = await create(tx, workflow, run.options, when)
     return await instance_repo.get_instance(tx.conn, instance_id)
 
@@ -164,6 +170,55 @@ async def _restart(
     tx.command_added(instance_id)
     tx.instance_changed(instance_id)
     return await instance_repo.get_instance(tx.conn, instance_id)
+
+
+# The largest id an instance or attempt can get: its digits are the most ``${system.*.id}`` adds.
+_LARGEST_ID = 2**63 - 1
+
+
+def _require_expandable(
+    workflow: WorkflowRecord, startup: Mapping[str, str], when: RunTime
+) -> None:
+    """INVALID_ARGUMENT (REQUEST_TOO_LARGE) naming the parameter whose value, expanded for this
+    run, would exceed the limits its value as written was checked against (README "Limits"), so
+    the run is refused here rather than failing its tasks at dispatch. The ids not known yet count
+    as the longest. A value that cannot be expanded at all is the dispatch's to report."""
+    spec = workflow.spec
+    zone = ZoneInfo(when.time_zone)
+    for i, task in enumerate(spec.tasks):
+        identity = RunIdentity(
+            workflow_instance_id=_LARGEST_ID,
+            task_instance_id=_LARGEST_ID,
+            task_name=task.name,
+            workflow_name=spec.name,
+            workflow_code=workflow.id,
+            project_name=workflow.project,
+            project_code=workflow.project_id,
+        )
+        levels = {"global": spec.params, "local": task.params, "startup": startup}
+        try:
+            expanded_params(
+                schedule_time=when.schedule_time,
+                zone=zone,
+                identity=identity,
+                levels=levels,
+                var_pool={},
+            )
+        except TimeExprError:
+            return
+        except ExpandedTooLarge as exc:
+            path = {
+                "global": "workflow.params",
+                "local": f"workflow.tasks[{i}].params",
+                "startup": "params",
+            }[exc.level]
+            field = param_path(path, exc.name) if exc.name else path
+            raise InvalidArgument(
+                f"the parameters of workflow {spec.project}/{spec.name} are too large once "
+                "expanded for this run",
+                reason="REQUEST_TOO_LARGE",
+                violations=[FieldViolation(field, exc.reason)],
+            ) from None
 
 
 def _require_tasks(spec: WorkflowSpec, names: Sequence[str]) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from dsched.spec import MAX_PARAM_VALUE_BYTES, MAX_PARAMS_BYTES, params_bytes
 from dsched.templates import Builtin, parts
 from dsched.time_expr import TimeExprError
 from dsched_server.core.builtin_params import RunIdentity, builtin_params
@@ -74,6 +75,18 @@ def time_basis(instance: InstanceRecord) -> tuple[datetime, ZoneInfo]:
     return instance.schedule_time, ZoneInfo(instance.time_zone)
 
 
+class ExpandedTooLarge(ValueError):
+    """Expanded parameter values over a size limit of README "Limits" (checked on the values as
+    written): ``level`` and ``name`` say which value (``name`` empty: the merged parameters as a
+    whole)."""
+
+    def __init__(self, level: str, name: str, reason: str) -> None:
+        super().__init__(f"{level} parameter {name!r} {reason}" if name else reason)
+        self.level = level
+        self.name = name
+        self.reason = reason
+
+
 def task_params(
     *,
     instance: InstanceRecord,
@@ -85,16 +98,55 @@ def task_params(
 ) -> dict[str, str]:
     """An attempt's parameters: the templates of the global, local and startup levels expanded
     against the run's :func:`time_basis`, then the levels merged (:func:`resolve_params`).
-    Raises :class:`TimeExprError` for a value that cannot be expanded."""
+    Raises :class:`TimeExprError` for a value that cannot be expanded, :class:`ExpandedTooLarge`
+    for values that grew beyond the limits."""
     schedule_time, zone = time_basis(instance)
-    builtins = builtin_params(schedule_time, zone, identity)
-
-    def expand(params: Mapping[str, str]) -> dict[str, str]:
-        return expand_params(params, schedule_time=schedule_time, zone=zone, builtins=builtins)
-
-    return resolve_params(
-        global_params=expand(global_params),
+    return expanded_params(
+        schedule_time=schedule_time,
+        zone=zone,
+        identity=identity,
+        levels={"global": global_params, "local": local_params, "startup": startup_params},
         var_pool=var_pool,
-        local_params=expand(local_params),
-        startup_params=expand(startup_params),
+    )
+
+
+def expanded_params(
+    *,
+    schedule_time: datetime,
+    zone: ZoneInfo,
+    identity: RunIdentity,
+    levels: Mapping[str, Mapping[str, str]],
+    var_pool: Mapping[str, str],
+) -> dict[str, str]:
+    """:func:`task_params` from the time basis: ``levels`` holds the global, local and startup
+    parameters as written. A template can make a value longer than it was written (``$[MMMM]``,
+    ``${system.project.name}``), so the limits the values were checked against as written are
+    checked again after the expansion: each value against
+    :data:`~dsched.spec.MAX_PARAM_VALUE_BYTES`, each level against
+    :data:`~dsched.spec.MAX_PARAMS_BYTES` (the OUT values of the var pool have limits of their
+    own)."""
+    builtins = builtin_params(schedule_time, zone, identity)
+    expanded: dict[str, dict[str, str]] = {}
+    for level, params in levels.items():
+        values = expand_params(params, schedule_time=schedule_time, zone=zone, builtins=builtins)
+        for name, value in values.items():
+            size = len(value.encode("utf-8", "surrogatepass"))
+            if size > MAX_PARAM_VALUE_BYTES:
+                raise ExpandedTooLarge(
+                    level, name, f"is {size} bytes expanded; at most {MAX_PARAM_VALUE_BYTES}"
+                )
+        total = params_bytes(values)
+        if total > MAX_PARAMS_BYTES:
+            raise ExpandedTooLarge(
+                level,
+                "",
+                f"the {level} parameters total {total} bytes expanded (names and values); "
+                f"at most {MAX_PARAMS_BYTES}",
+            )
+        expanded[level] = values
+    return resolve_params(
+        global_params=expanded["global"],
+        var_pool=var_pool,
+        local_params=expanded["local"],
+        startup_params=expanded["startup"],
     )

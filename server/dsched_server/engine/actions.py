@@ -21,7 +21,7 @@ from dsched.states import InstanceEventKind, TaskState, WorkflowState
 from dsched.time_expr import TimeExprError
 from dsched_server.core import execution as ex
 from dsched_server.core.builtin_params import RunIdentity
-from dsched_server.core.param_values import task_params
+from dsched_server.core.param_values import ExpandedTooLarge, task_params
 from dsched_server.core.params import idempotency_key
 from dsched_server.engine.effects import Effects
 from dsched_server.engine.jobs import DispatchJob
@@ -174,6 +174,11 @@ class Decider:
             # Only a value stored before templates were checked, or a result beyond the
             # calendar: the attempt fails saying so rather than run with a wrong value.
             self._refuse(track, f"a parameter cannot be expanded: {exc}")
+            return
+        except ExpandedTooLarge as exc:
+            # A run the API did not start (a schedule's, a backfill's) whose values grew past
+            # the limits: the attempt fails saying so, once, not at every dispatch.
+            self._refuse(track, f"the parameters are too large once expanded: {exc}")
             return
         self.fx.dispatch(job)
         limit = self.dispatch_timeout()

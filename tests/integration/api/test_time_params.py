@@ -6,6 +6,7 @@ every supported metadata database."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,9 +15,11 @@ from typing import Any
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from dsched.v1 import backfill_pb2 as bpb
 from tests.integration.api.conftest import (
     FAILED,
     SUCCEEDED,
+    WAIT_S,
     Cluster,
     assert_invalid,
     enums,
@@ -218,3 +221,43 @@ async def test_a_value_beyond_the_calendar_fails_its_task_before_it_runs(
     assert "a parameter cannot be expanded" in attempt.state_reason
     assert "outside the years 1-9999" in attempt.state_reason
     assert not dump.exists()  # the task never ran
+
+
+async def test_values_too_large_once_expanded_are_refused_or_fail_their_task(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """A value within the limits as written that outgrows them expanded (README "Limits"): a
+    StartWorkflow is refused with REQUEST_TOO_LARGE naming the parameter and nothing stored; a
+    backfill's run, which no client starts, fails its task saying so before it runs."""
+    ran = tmp_path / "ran"
+    name = "w" * 64  # the longest name: each reference below grows from 34 to 64 characters
+    grows = "${system.workflow.definition.name}" * 1900  # 64,600 bytes; 121,600 expanded
+    await online_workflow(
+        cluster, PROJECT, name, [shell("t", f"touch {ran}")], params={"BIG": grows}
+    )
+    await online_workflow(cluster, PROJECT, "v" * 64, [shell("t", f"touch {ran}")])
+    before = await snapshot(cluster)
+    got = await failure(start(cluster, PROJECT, name))
+    assert_invalid(got, "workflow.params['BIG']", reason="REQUEST_TOO_LARGE", contains="expanded")
+    got = await failure(start(cluster, PROJECT, "v" * 64, params={"X": grows}))
+    assert_invalid(got, "params['X']", reason="REQUEST_TOO_LARGE", contains="expanded")
+    assert got.fields == ["params['X']"]
+    assert await snapshot(cluster) == before
+
+    day = Timestamp()
+    day.FromDatetime(datetime(2026, 1, 1, tzinfo=UTC))
+    await cluster.stub.CreateBackfill(
+        bpb.CreateBackfillRequest(project=PROJECT, workflow=name, dates=[day])
+    )
+    async with asyncio.timeout(WAIT_S):
+        while True:
+            listed = await cluster.stub.ListWorkflowInstances(
+                pb.ListWorkflowInstancesRequest(project=PROJECT, workflow=name)
+            )
+            if listed.instances and listed.instances[0].state == FAILED:
+                break
+            await asyncio.sleep(0.1)  # a test's wait for the run to end
+    [attempt] = await task_instances(cluster, listed.instances[0].id, superseded=True)
+    assert "too large once expanded" in attempt.state_reason
+    assert "121600 bytes" in attempt.state_reason
+    assert not ran.exists()  # the task never ran

@@ -14,7 +14,12 @@ from dsched.templates import BIZ_CURDATE, BIZ_DATE, DATETIME, params_errors, val
 from dsched.templates import BUILTIN_NAMES as NAMES
 from dsched.time_expr import TimeExprError
 from dsched_server.core.builtin_params import RunIdentity, builtin_params, date_params
-from dsched_server.core.param_values import expand_params, expand_value
+from dsched_server.core.param_values import (
+    ExpandedTooLarge,
+    expand_params,
+    expand_value,
+    expanded_params,
+)
 
 NEW_YORK = ZoneInfo("America/New_York")
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -170,3 +175,29 @@ def test_biz_date_over_every_hour_of_two_dst_years() -> None:
             assert (
                 date_params(when, zone)[BIZ_DATE] == expected == expand("$[yyyyMMdd-1]", zone, when)
             )
+
+
+def _expanded(levels: dict[str, dict[str, str]]) -> dict[str, str]:
+    return expanded_params(
+        schedule_time=WHEN, zone=NEW_YORK, identity=IDENTITY, levels=levels, var_pool={}
+    )
+
+
+def test_values_that_outgrow_the_limits_once_expanded_are_refused_with_their_level() -> None:
+    # '$[y-y-y-y-y-y-y-y]' (18 characters) prints 2024-2024-... (39): it more than doubles.
+    years = "$[y-y-y-y-y-y-y-y]"
+    grows = years * 3640  # 65,520 bytes written, 141,960 expanded
+    empty: dict[str, str] = {}
+    with pytest.raises(ExpandedTooLarge) as one:
+        _expanded({"global": empty, "local": {"BIG": grows}, "startup": empty})
+    assert (one.value.level, one.value.name) == ("local", "BIG")
+    assert one.value.reason == "is 141960 bytes expanded; at most 65536"
+    # Values each within 64 KiB expanded (39,975 bytes), over 256 KiB together.
+    six = {f"V{i}": years * 1025 for i in range(6)}
+    with pytest.raises(ExpandedTooLarge) as total:
+        _expanded({"global": empty, "local": empty, "startup": {**six, "X": "x" * 30_000}})
+    assert (total.value.level, total.value.name) == ("startup", "")
+    assert "the startup parameters total 269863 bytes expanded" in total.value.reason
+    # Within the limits: the levels merged as task_params merges them.
+    merged = _expanded({"global": {"A": "$[yyyy]"}, "local": {"A": "x"}, "startup": empty})
+    assert merged["A"] == "x"
