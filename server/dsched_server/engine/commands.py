@@ -215,6 +215,10 @@ class CommandConsumer(Background):
             await control_repo.pending(conn, instance.id),
         )
         runner.state.on_dispatched = runner.post
+        # An attempt that reported an application of its own has killed the lost ones already.
+        submitted = {a.task_name for a in attempts if a.application_id}
+        lost = await ti_repo.lost_applications(conn, instance.id)
+        runner.state.lost_applications = {k: v for k, v in lost.items() if k not in submitted}
         return runner
 
 

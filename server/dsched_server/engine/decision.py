@@ -33,7 +33,7 @@ from dsched_server.engine.messages import (
 from dsched_server.engine.run_state import RunState, Track
 from dsched_server.protocol.ack import Ack, AckDecision
 from dsched_server.protocol.event import TaskEventType
-from dsched_server.store.task_instances import TaskValues
+from dsched_server.store.task_instances import MAX_LOST_APPLICATIONS, TaskValues
 
 log = logging.getLogger(__name__)
 
@@ -330,7 +330,9 @@ class _Messages(Decider):
             self.set_state(track, TaskState.NEED_FAULT_TOLERANCE, reason)
             if track.application_id:
                 lost = self.st.lost_applications.get(track.task, ())
-                self.st.lost_applications[track.task] = (*lost, track.application_id)[-16:]
+                self.st.lost_applications[track.task] = (*lost, track.application_id)[
+                    -MAX_LOST_APPLICATIONS:
+                ]
             del self.st.tracks[track.ti_id]
             self.apply(self.st.execution.replace(track.task))
 

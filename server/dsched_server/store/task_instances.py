@@ -280,6 +280,27 @@ _LAST = (
     .group_by(TI.c.task_name)
 )
 _CREATE = insert(TI).returning(TI.c.id, sort_by_parameter_order=True)
+_LOST_APPLICATIONS = (
+    select(TI.c.task_name, TI.c.application_id)
+    .where(
+        TI.c.workflow_instance_id == bindparam("_instance"),
+        TI.c.state == TaskState.NEED_FAULT_TOLERANCE.value,
+        TI.c.application_id != "",
+    )
+    .order_by(TI.c.id)
+)
+MAX_LOST_APPLICATIONS = 16  # per task: what a TaskExecution may carry
+
+
+async def lost_applications(conn: Conn, instance_id: int) -> dict[str, tuple[str, ...]]:
+    """The Spark application ids of each task's attempts lost with their worker, oldest first
+    (the last :data:`MAX_LOST_APPLICATIONS`): a runner restored from the store hands them to the
+    task's next attempt as its earlier applications (ARCHITECTURE.md §15)."""
+    found: dict[str, tuple[str, ...]] = {}
+    for row in await conn.execute(_LOST_APPLICATIONS, {"_instance": instance_id}):
+        name, app = row.task_name, row.application_id
+        found[name] = (*found.get(name, ()), app)[-MAX_LOST_APPLICATIONS:]
+    return found
 
 
 async def valid_attempts(conn: Conn, instance_id: int) -> list[TaskInstanceRecord]:

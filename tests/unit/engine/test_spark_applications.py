@@ -7,7 +7,7 @@ from __future__ import annotations
 from dsched.states import TaskState, WorkflowState
 from dsched_server.protocol.ack import AckDecision
 from tests.unit.core.specs import task, workflow
-from tests.unit.engine.conftest import Engine
+from tests.unit.engine.conftest import Engine, World
 
 APP = "app-20261129050216-0000"
 APP2 = "app-20261129050217-0001"
@@ -49,3 +49,22 @@ async def test_the_replacement_of_a_lost_attempt_carries_its_application_id(
         (TaskState.NEED_FAULT_TOLERANCE, APP),
         (TaskState.SUCCEEDED, APP2),
     ]
+
+
+async def test_a_master_that_adopts_the_run_passes_the_lost_application_on(world: World) -> None:
+    crashed = await world.master()
+    first = await world.workers.add()
+    instance_id = await crashed.start_run(workflow(task("a")))
+    await first.holding(1)
+    await first.running("a", APP)
+    await first.leave(listening=False)  # lost: attempt 2 waits for a worker, none is left
+    await crashed.until(instance_id, lambda i: True)
+    await crashed.crash()
+
+    second = await world.workers.add()
+    successor = await world.master()  # restores the run from the store, attempt 2 included
+    await second.holding(1)
+    assert second.attempt("a").spec.earlier_application_ids == (APP,)
+    await second.running("a", APP2)
+    await second.succeed("a")
+    assert (await successor.until(instance_id)).state is WorkflowState.SUCCEEDED
