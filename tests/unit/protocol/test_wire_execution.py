@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsched.errors import InvalidArgument
@@ -59,6 +59,9 @@ def test_any_dispatch_request_is_an_attempt_or_invalid_argument(
         assert execution_to_proto(execution).task_instance_id == msg.task.task_instance_id
 
 
+# A batch nests every task kind's message (shell, spark, sql...): drawing one can take a second on
+# a loaded machine, which is the machine, not the strategy.
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(hostile(worker_service_pb2.DispatchTasksRequest))
 def test_any_batch_is_attempts_or_invalid_argument(
     msg: worker_service_pb2.DispatchTasksRequest,
