@@ -8,6 +8,11 @@ it afterwards. An unreachable server fails the test: a silently skipped database
 - ``pg_url`` / ``mysql_url``: one fresh database per test session, shared by the tests that ask.
 - ``db_url``: every test that takes it runs three times (ids ``sqlite``, ``postgresql``,
   ``mariadb``), each time on a fresh, empty database. Creating one costs milliseconds.
+- ``migrated_db_url``: the same, but at the newest schema revision already: a copy of a database
+  this session migrated once per kind (PostgreSQL: ``CREATE DATABASE ... TEMPLATE``; MariaDB: each
+  table's ``SHOW CREATE TABLE`` and rows; SQLite: the file). For the many tests that start from
+  the schema rather than test the migrations: migrating costs seconds a database (MariaDB's DDL
+  above all), a copy a fraction of that. What migrates takes ``db_url``.
 
 Processes a test starts die with pytest, even a SIGKILLed one: :mod:`tests.lifeline`.
 """
@@ -19,6 +24,7 @@ import concurrent.futures
 import os
 import re
 import secrets
+import shutil
 import socket
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -67,6 +73,7 @@ class _Server:
         self.url: URL = make_url(url)
         self.kind = kind
         self._swept = False
+        self._template: str | None = None  # a migrated database, copied by database(migrated)
 
     def _fail(self, exc: BaseException) -> NoReturn:
         pytest.fail(
@@ -101,20 +108,85 @@ class _Server:
         if stale:
             _run(lambda: self._execute(*(self._drop(n) for n in stale)))
 
+    def _url_of(self, name: str) -> str:
+        return self.url.set(database=name).render_as_string(hide_password=False)
+
     @contextmanager
-    def database(self) -> Iterator[str]:
-        """Creates a fresh database, yields its URL (with the password), then drops it."""
-        name = f"dsched_t_{os.getpid()}_{secrets.token_hex(4)}"
+    def database(self, *, migrated: bool = False) -> Iterator[str]:
+        """Creates a fresh database, yields its URL (with the password), then drops it. With
+        ``migrated`` it is at the newest schema revision: a copy of this session's template."""
+        name = _new_name()
         try:
             if not self._swept:
                 self._sweep()
-            _run(lambda: self._execute(f"CREATE DATABASE {name}"))
+            if migrated:
+                template = self._migrated_template()
+                _run(lambda: self._copy(template, name))
+            else:
+                _run(lambda: self._execute(f"CREATE DATABASE {name}"))
         except (OSError, TimeoutError, SQLAlchemyError) as exc:
             self._fail(exc)
         try:
-            yield self.url.set(database=name).render_as_string(hide_password=False)
+            yield self._url_of(name)
         finally:
             _run(lambda: self._execute(self._drop(name)))
+
+    def _migrated_template(self) -> str:
+        """The session's migrated database (made at the first call; never connected to after)."""
+        if self._template is None:
+            name = _new_name()
+            _run(lambda: self._execute(f"CREATE DATABASE {name}"))
+            self._template = name  # dropped by close()
+            _run(lambda: _migrate(self._url_of(name)))
+        return self._template
+
+    async def _copy(self, template: str, name: str) -> None:
+        if self.kind == "postgresql":
+            await self._execute(f"CREATE DATABASE {name} TEMPLATE {template}")
+            return
+        # MariaDB has no template databases: the same tables (foreign keys checked only once
+        # all exist), then their rows (the schema's revision).
+        engine = create_async_engine(self.url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+        try:
+            async with engine.connect() as conn:
+                await conn.execute(text(f"CREATE DATABASE {name}"))
+                await conn.execute(text(f"USE {name}"))
+                await conn.execute(text("SET SESSION foreign_key_checks = 0"))
+                tables = await conn.execute(
+                    text(
+                        "SELECT table_name FROM information_schema.tables"
+                        " WHERE table_schema = :db AND table_type = 'BASE TABLE'"
+                    ),
+                    {"db": template},
+                )
+                for (table,) in tables.all():
+                    show = await conn.exec_driver_sql(f"SHOW CREATE TABLE {template}.`{table}`")
+                    _, ddl = tuple(show.one())  # (table, its CREATE TABLE statement)
+                    await conn.exec_driver_sql(str(ddl))
+                    await conn.exec_driver_sql(
+                        f"INSERT INTO `{table}` SELECT * FROM {template}.`{table}`"
+                    )
+        finally:
+            await engine.dispose()
+
+    def close(self) -> None:
+        """Drops the session's template, if one was made."""
+        if self._template is not None:
+            template, self._template = self._template, None
+            _run(lambda: self._execute(self._drop(template)))
+
+
+def _new_name() -> str:
+    # The pid lets _sweep tell the databases of dead test processes.
+    return f"dsched_t_{os.getpid()}_{secrets.token_hex(4)}"
+
+
+async def _migrate(url: str) -> None:
+    from dsched_server.store.database import Database  # only for the tests that need it
+
+    database = Database(url)
+    await database.start()  # migrates
+    await database.stop()
 
 
 def _alive(pid: int) -> bool:
@@ -135,8 +207,16 @@ def _lifeline(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 
 @pytest.fixture(scope="session")
-def _servers() -> dict[str, _Server]:
-    return {"postgresql": _Server(PG_URL, "postgresql"), "mariadb": _Server(MYSQL_URL, "mariadb")}
+def _servers() -> Iterator[dict[str, _Server]]:
+    servers = {
+        "postgresql": _Server(PG_URL, "postgresql"),
+        "mariadb": _Server(MYSQL_URL, "mariadb"),
+    }
+    try:
+        yield servers
+    finally:
+        for server in servers.values():
+            server.close()
 
 
 @pytest.fixture(scope="session")
@@ -163,4 +243,26 @@ def db_url(
         yield f"sqlite+aiosqlite:///{tmp_path / 'dsched.db'}"
         return
     with _servers[kind].database() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def _sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("sqlite-template") / "dsched.db"
+    _run(lambda: _migrate(f"sqlite+aiosqlite:///{path}"))
+    return path
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "mariadb"])
+def migrated_db_url(
+    request: pytest.FixtureRequest, tmp_path: Path, _servers: dict[str, _Server]
+) -> Iterator[str]:
+    """Like ``db_url``, but the database is at the newest schema revision already."""
+    kind = str(request.param)
+    if kind == "sqlite":
+        template: Path = request.getfixturevalue("_sqlite_template")
+        shutil.copyfile(template, tmp_path / "dsched.db")  # closed: no WAL left beside it
+        yield f"sqlite+aiosqlite:///{tmp_path / 'dsched.db'}"
+        return
+    with _servers[kind].database(migrated=True) as url:
         yield url

@@ -1,9 +1,10 @@
 """The application layer on a real store, without gRPC or protobuf.
 
 ``app`` is an :class:`AppContext` over a fresh, migrated database of each kind (the root
-``db_url`` fixture), with the master's real notifier, an empty set of runners (nothing drives an
-instance: the paths here are the ones a caller takes while no runner owns it) and real peers. The
-builders write through the application layer or the repositories, each in its own transaction.
+``migrated_db_url`` fixture), with the master's real notifier, an empty set of runners (nothing
+drives an instance: the paths here are the ones a caller takes while no runner owns it) and real
+peers. The builders write through the application layer or the repositories, each in its own
+transaction.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ EPOCH = 7
 
 
 @pytest.fixture
-async def app(db_url: str) -> AsyncIterator[AppContext]:
-    db = Database(db_url)
+async def app(migrated_db_url: str) -> AsyncIterator[AppContext]:
+    db = Database(migrated_db_url)
     await db.start()
     peers = Peers()
     try:

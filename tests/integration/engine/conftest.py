@@ -1,5 +1,6 @@
 """Masters and workers in the test's event loop, each with its own ZooKeeper session, over a real
-PostgreSQL or MariaDB database (``cluster_db``: both, one fresh database each).
+PostgreSQL or MariaDB database (``cluster_db``: both, one fresh database each, migrated already:
+a copy of the session's, see tests/conftest.py).
 
 :class:`ZkCluster` starts members on demand and stops them in reverse. Sessions use a short timeout
 (4 s) so that tests forcing an expiry (:meth:`ZkCluster.expire`, which closes the member's session
@@ -40,7 +41,7 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperSer
 
 @pytest.fixture(params=["postgresql", "mariadb"])
 def cluster_db(request: pytest.FixtureRequest, _servers: dict[str, _Server]) -> Iterator[str]:
-    with _servers[str(request.param)].database() as url:
+    with _servers[str(request.param)].database(migrated=True) as url:
         yield url
 
 

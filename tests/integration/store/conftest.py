@@ -1,9 +1,9 @@
 """Fixtures and builders for the store's integration tests.
 
-``db`` is a started (migrated) :class:`Database` on a fresh database of each kind (the root
-``db_url`` fixture runs every test on SQLite, PostgreSQL and MariaDB). The builders write through
-the repositories, each in its own committed transaction, and return what the repositories return.
-Times come from :data:`NOW` (microseconds included, so precision losses show up).
+``db`` is a started :class:`Database` on a fresh, migrated database of each kind (the root
+``migrated_db_url`` fixture runs every test on SQLite, PostgreSQL and MariaDB). The builders write
+through the repositories, each in its own committed transaction, and return what the repositories
+return. Times come from :data:`NOW` (microseconds included, so precision losses show up).
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ def at(seconds: float) -> datetime:
 
 
 @pytest.fixture
-async def db(db_url: str) -> AsyncIterator[Database]:
-    database = Database(db_url)
+async def db(migrated_db_url: str) -> AsyncIterator[Database]:
+    database = Database(migrated_db_url)
     await database.start()
     try:
         yield database

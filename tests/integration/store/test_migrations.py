@@ -66,10 +66,10 @@ async def test_migrating_again_is_a_no_op_that_keeps_the_data(db: Database) -> N
 
 
 async def test_a_second_database_object_on_a_migrated_database_starts_without_changes(
-    db: Database, db_url: str
+    db: Database, migrated_db_url: str
 ) -> None:
     await make_project(db, "first")
-    again = Database(db_url)
+    again = Database(migrated_db_url)
     await again.start()
     try:
         assert await read(again, _versions) == [HEAD]

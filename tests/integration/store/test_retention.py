@@ -191,13 +191,13 @@ async def test_small_batches_reach_the_end(db: Database, monkeypatch: pytest.Mon
 
 
 async def test_two_clean_ups_at_once_are_harmless(
-    db: Database, db_url: str, monkeypatch: pytest.MonkeyPatch
+    db: Database, migrated_db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(retention, "BATCH", 2)
     monkeypatch.setattr(retention, "INSTANCE_BATCH", 1)
     ids = await world(db)
     before = await rows(db)
-    other = Database(db_url)  # another master's connection pool
+    other = Database(migrated_db_url)  # another master's connection pool
     await other.start(migrate=False)
     try:
         first, second = await asyncio.gather(

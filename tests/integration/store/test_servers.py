@@ -19,10 +19,12 @@ async def test_new_epochs_are_strictly_increasing(db: Database) -> None:
     assert epochs == sorted(set(epochs))  # strictly increasing
 
 
-async def test_epochs_keep_increasing_on_a_new_database_object(db: Database, db_url: str) -> None:
+async def test_epochs_keep_increasing_on_a_new_database_object(
+    db: Database, migrated_db_url: str
+) -> None:
     before = [await _epoch(db) for _ in range(3)]
     await db.stop()
-    restarted = Database(db_url)
+    restarted = Database(migrated_db_url)
     await restarted.start()
     try:
         after = await write(restarted, lambda c: servers.new_epoch(c, "worker", "w:1", at(60)))
@@ -31,8 +33,8 @@ async def test_epochs_keep_increasing_on_a_new_database_object(db: Database, db_
     assert after > max(before)
 
 
-async def test_concurrent_starts_get_distinct_epochs(db: Database, db_url: str) -> None:
-    other = Database(db_url)
+async def test_concurrent_starts_get_distinct_epochs(db: Database, migrated_db_url: str) -> None:
+    other = Database(migrated_db_url)
     await other.start()
     try:
         epochs = await asyncio.gather(
