@@ -220,7 +220,9 @@ def _sql(draw: st.DrawFn) -> SqlSpec:
 
 @st.composite
 def _procedure(draw: st.DrawFn) -> ProcedureSpec:
-    names = draw(st.lists(_PARAM_NAMES, unique=True, max_size=3))
+    # Names from a fixed list: a filtered strategy drawn in lists made generation too slow for
+    # hypothesis's health check on a loaded machine.
+    names = draw(st.lists(st.sampled_from(["a", "b_1", "out_x", "N"]), unique=True, max_size=3))
     params = []
     for name in names:
         direction = draw(st.sampled_from(ParamDirection))
