@@ -15,6 +15,9 @@ it afterwards. An unreachable server fails the test: a silently skipped database
   above all), a copy a fraction of that. What migrates takes ``db_url``.
 
 Processes a test starts die with pytest, even a SIGKILLed one: :mod:`tests.lifeline`.
+
+``scripts/test`` runs the tests in parallel processes; :mod:`tests.parallel` says which must share
+one.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import socket
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn, TypeVar
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import pytest
 from sqlalchemy import text
@@ -39,6 +42,11 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from tests import lifeline
+from tests.parallel import GroupScheduling
+
+if TYPE_CHECKING:
+    from xdist.remote import Producer
+    from xdist.scheduler.protocol import Scheduling
 
 PG_URL = os.environ.get(
     "DSCHED_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"
@@ -197,6 +205,15 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> Scheduling | None:
+    """``--dist loadgroup`` distributes by :mod:`tests.parallel`'s groups; other modes as xdist
+    does."""
+    if config.getvalue("dist") == "loadgroup":
+        return GroupScheduling(config, log)
+    return None
 
 
 @pytest.fixture(scope="session", autouse=True)

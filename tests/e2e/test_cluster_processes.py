@@ -140,7 +140,7 @@ def launch(role: str, run_dir: Path, *args: str) -> ServerProcess:
     return ServerProcess(role, proc, out_path, err_path, (out, err))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
     with ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")) as server:
         yield server

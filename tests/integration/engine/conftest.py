@@ -33,7 +33,7 @@ from tests.zk import ZooKeeperServer
 SESSION_TIMEOUT_S = 4.0
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
     with ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")) as server:
         yield server
