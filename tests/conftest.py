@@ -207,7 +207,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # (xdist may be left out: -p no:xdist)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> Scheduling | None:
     """``--dist loadgroup`` distributes by :mod:`tests.parallel`'s groups; other modes as xdist
     does."""
