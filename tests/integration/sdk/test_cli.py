@@ -155,10 +155,13 @@ def test_instances_show_and_logs(submitted: Fake) -> None:
     assert "state:     SUCCEEDED" in shown
     assert "trigger:   MANUAL\n" in shown
     rows = [line.split() for line in shown.split("\n\n")[1].splitlines()]
-    assert rows[0][:4] == ["ID", "TASK", "ATTEMPT", "STATE"]
-    assert [r[1:4] for r in rows[1:]] == [["extract", "1", "SUCCEEDED"], ["load", "1", "SUCCEEDED"]]
+    assert rows[0][:5] == ["ID", "TASK", "TYPE", "ATTEMPT", "STATE"]
+    assert [r[1:5] for r in rows[1:]] == [
+        ["extract", "SHELL", "1", "SUCCEEDED"],
+        ["load", "SHELL", "1", "SUCCEEDED"],
+    ]
     task_id = rows[1][0]
-    assert rows[1][-1] == "0"  # exit code
+    assert rows[1][-2:] == ["0", "-"]  # the exit code, then no Spark application
 
     assert cli(submitted, "logs", task_id).stdout == "extracting\nrows=3\n"
     assert cli(submitted, "logs", task_id, "-f").stdout == "extracting\nrows=3\n"
