@@ -103,20 +103,29 @@ def test_example_pipeline_via_cli(server: Standalone, client: Client) -> None:
     assert instance.start_time <= first_start and last_end <= instance.end_time
 
 
-@pytest.mark.timeout(180)
-def test_make_run_demo_script(tmp_path: Path) -> None:
-    """``make run`` = ``scripts/demo``: own server, the example with logs, ``show``, shutdown."""
-    data_dir = tmp_path / "demo"
+def _demo(data_dir: Path, timeout: float, **env: str) -> subprocess.CompletedProcess[str]:
     data_dir.mkdir()
-    result = subprocess.run(
+    return subprocess.run(
         [str(REPO / "scripts" / "demo")],
         capture_output=True,
         text=True,
-        timeout=150,
-        env=clean_env(DSCHED_DEMO_DIR=str(data_dir)),
+        timeout=timeout,
+        env=clean_env(DSCHED_DEMO_DIR=str(data_dir), **env),
         cwd=REPO,
         stdin=subprocess.DEVNULL,
     )
+
+
+def _stopped_cleanly(data_dir: Path) -> None:
+    server_log = (data_dir / "standalone.log").read_text()
+    assert "is up" in server_log and "dsched standalone: stopped" in server_log
+
+
+@pytest.mark.timeout(180)
+def test_make_run_demo_script_shell_etl(tmp_path: Path) -> None:
+    """``DSCHED_DEMO=etl make run``: own server, the shell example with logs, ``show``, shutdown."""
+    data_dir = tmp_path / "demo"
+    result = _demo(data_dir, 150, DSCHED_DEMO="etl")
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     out = result.stdout
     assert "report | report for 2026-11-21: 1180 joined rows" in out
@@ -124,6 +133,29 @@ def test_make_run_demo_script(tmp_path: Path) -> None:
     shown = out.split("==> the instance", 1)[1]
     rows = parse_table(shown.split("\n\n", 1)[1])
     assert len(rows) == len(TASKS) and all(r["STATE"] == "SUCCEEDED" for r in rows), rows
-    # The script's server was stopped cleanly on the way out.
-    server_log = (data_dir / "standalone.log").read_text()
-    assert "is up" in server_log and "dsched standalone: stopped" in server_log
+    _stopped_cleanly(data_dir)  # the script's server was stopped on the way out
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_make_run_demo_script_spark_pipeline(tmp_path: Path) -> None:
+    """``make run``: the daily Spark pipeline on its own server: the live logs, the Spark
+    application id in ``show``, one Parquet partition and one summary row, shutdown."""
+    data_dir = tmp_path / "demo"
+    result = _demo(data_dir, 840, SPARK_LOCAL_IP="127.0.0.1")
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    out = result.stdout
+    assert "datasource warehouse (SQLITE) created" in out
+    assert re.search(r"^generate \| wrote 5000 orders for \d{8} to ", out, re.M), out[-3000:]
+    assert re.search(r"^passed \| check passed for \d{8}", out, re.M), out[-3000:]
+    assert re.search(r"^instance \d+ SUCCEEDED in ", out, re.M), out[-3000:]
+    shown = out.split("==> the instance", 1)[1].split("==> the result", 1)[0]
+    rows = {r["TASK"]: r for r in parse_table(shown.split("\n\n", 1)[1].split("\n\n", 1)[0])}
+    assert set(rows) == {"generate", "transform", "load", "check", "passed"}, rows
+    assert all(r["STATE"] == "SUCCEEDED" for r in rows.values()), rows
+    assert rows["transform"]["APPLICATION"].startswith("local-"), rows["transform"]
+    result_part = out.split("==> the result", 1)[1]
+    assert re.search(r"marts/daily_sales/dt=\d{8}  1 file\(s\)", result_part), result_part
+    assert re.search(r"^  \d{8}\s+5000\s+\d+\.\d{2}  \w+$", result_part, re.M), result_part
+    _stopped_cleanly(data_dir)
