@@ -1,6 +1,7 @@
-"""What the benchmarks share: the chain and fan-out workloads, the spawn floor, RSS sampling and
-the report table. Each bench script starts its own servers and calls these with a connected
-:class:`~dsched.Client`; nothing here knows whether it talks to a standalone or a cluster.
+"""What the benchmarks share: the chain and fan-out workloads, the spawn floor, RSS sampling,
+the report table and the repeat-and-median ``main`` of the task overhead benches. Each bench
+script starts its own servers and calls these with a connected :class:`~dsched.Client`; nothing
+here knows whether it talks to a standalone or a cluster.
 
 Times of a task come from the task instance rows, which the workers stamp with their own clocks;
 all servers of a bench run on this machine, so gaps between tasks run by different workers are
@@ -9,8 +10,10 @@ still measured on one clock.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import os
 import socket
@@ -18,16 +21,20 @@ import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import psutil
 
 from dsched import Client, Shell, Workflow
 from dsched.results import TaskInstance
 from dsched_server.standalone import use_pidfd_child_watcher
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 MB = 2**20
 # ext4 without a journal (this development machine's disk: /proc/fs/jbd2 is empty) skips, when it
@@ -47,6 +54,8 @@ NEVER_BUSY = {"DSCHED_CPU_THRESHOLD": "1.0"}
 
 # (metric, value, target, met)
 Row = tuple[str, str, str, bool]
+# One repetition's figures: a dataclass whose fields are all floats (see median_of_repeats).
+Figures = TypeVar("Figures", bound="DataclassInstance")
 
 
 def data_removed() -> None:
@@ -351,3 +360,48 @@ def report(title: str, rows: Sequence[Row]) -> int:
     for name, value, target, ok in rows:
         print(f"{name:<{width}}  {value:>8}  {target:<14}  {'yes' if ok else 'NO'}")
     return 0 if all(r[3] for r in rows) else 1
+
+
+def median_of_repeats(
+    what: str,
+    description: str,
+    runs: int,
+    measure: Callable[[int, int], Figures],
+    rows: Callable[[Figures], Sequence[Row]],
+) -> int:
+    """The ``main`` of a bench that measures ``--runs`` one-task runs on a fresh server,
+    ``--repeat`` times, and reports each figure's median over the repetitions (the PYTHON and
+    SPARK task overhead benches): parses ``--runs`` (default ``runs``), ``--repeat``, ``--slots``
+    and ``--no-settle``; per repetition settles (unless ``--no-settle``), calls
+    ``measure(runs, slots)`` and prints its figures; then prints the table of ``rows`` of the
+    field-wise medians under a title of ``what`` with the load average at the start and the end
+    (the machine is shared: a loaded machine stretches every figure). Returns
+    :func:`report`'s exit code; ``description`` is the command line's."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--runs", type=int, default=runs, help="one-task runs per repetition")
+    parser.add_argument("--repeat", type=int, default=1, help="fresh servers; medians reported")
+    parser.add_argument("--slots", type=int, default=default_slots(), help="the worker's")
+    parser.add_argument("--no-settle", action="store_true", help="see tests/bench/common.py")
+    args = parser.parse_args()
+    load = os.getloadavg()
+    results = []
+    for n in range(args.repeat):
+        if not args.no_settle:
+            settle(what)
+        result = measure(args.runs, args.slots)
+        results.append(result)
+        print(f"run {n + 1}: {result}", flush=True)
+    median = dataclasses.replace(
+        results[0],
+        **{
+            f.name: statistics.median(getattr(r, f.name) for r in results)
+            for f in dataclasses.fields(results[0])
+        },
+    )
+    end = os.getloadavg()
+    title = (
+        f"{what}: median of {args.runs} one-task runs, median of {args.repeat} "
+        f"repetition(s); {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} "
+        f"{load[2]:.2f} at the start, {end[0]:.2f} {end[1]:.2f} {end[2]:.2f} at the end"
+    )
+    return report(title, rows(median))

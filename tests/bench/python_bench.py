@@ -22,8 +22,6 @@ is shared; a loaded machine stretches both columns).
 
 from __future__ import annotations
 
-import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -31,7 +29,7 @@ import time
 from dataclasses import dataclass
 
 from dsched import Client, Python, Workflow
-from tests.bench.common import Row, default_slots, report, settle
+from tests.bench.common import Row, median_of_repeats
 
 RUNS = 30
 
@@ -109,29 +107,7 @@ def rows(result: Overhead) -> list[Row]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=RUNS, help="one-task runs per repetition")
-    parser.add_argument("--repeat", type=int, default=1, help="fresh servers; medians reported")
-    parser.add_argument("--slots", type=int, default=default_slots(), help="the worker's")
-    parser.add_argument("--no-settle", action="store_true", help="see tests/bench/common.py")
-    args = parser.parse_args()
-    load = os.getloadavg()
-    results = []
-    for n in range(args.repeat):
-        if not args.no_settle:
-            settle("PYTHON task overhead")
-        result = measure(args.runs, args.slots)
-        results.append(result)
-        print(f"run {n + 1}: {result}", flush=True)
-    fields = Overhead.__dataclass_fields__
-    median = Overhead(*(statistics.median(getattr(r, f) for r in results) for f in fields))
-    end = os.getloadavg()
-    title = (
-        f"PYTHON task overhead: median of {args.runs} one-task runs, median of {args.repeat} "
-        f"repetition(s); {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} "
-        f"{load[2]:.2f} at the start, {end[0]:.2f} {end[1]:.2f} {end[2]:.2f} at the end"
-    )
-    return report(title, rows(median))
+    return median_of_repeats("PYTHON task overhead", __doc__.splitlines()[0], RUNS, measure, rows)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ repetitions' medians are reported, with the load average at the start and the en
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -40,7 +39,7 @@ from pathlib import Path
 from dsched import Client, Spark, TaskState, Workflow
 from dsched_worker.tasks.spark import installed_spark_home
 from dsched_worker.tasks.spark_submit import driver_path
-from tests.bench.common import Row, default_slots, report, settle
+from tests.bench.common import Row, median_of_repeats
 
 RUNS = 3
 JOB = """
@@ -154,30 +153,8 @@ def rows(result: Overhead) -> list[Row]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=RUNS, help="one-task runs per repetition")
-    parser.add_argument("--repeat", type=int, default=1, help="fresh servers; medians reported")
-    parser.add_argument("--slots", type=int, default=default_slots(), help="the worker's")
-    parser.add_argument("--no-settle", action="store_true", help="see tests/bench/common.py")
-    args = parser.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the worker passes it to spark-submit
-    load = os.getloadavg()
-    results = []
-    for n in range(args.repeat):
-        if not args.no_settle:
-            settle("SPARK task overhead")
-        result = measure(args.runs, args.slots)
-        results.append(result)
-        print(f"run {n + 1}: {result}", flush=True)
-    fields = Overhead.__dataclass_fields__
-    median = Overhead(*(statistics.median(getattr(r, f) for r in results) for f in fields))
-    end = os.getloadavg()
-    title = (
-        f"SPARK task overhead: median of {args.runs} one-task runs, median of {args.repeat} "
-        f"repetition(s); {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} "
-        f"{load[2]:.2f} at the start, {end[0]:.2f} {end[1]:.2f} {end[2]:.2f} at the end"
-    )
-    return report(title, rows(median))
+    return median_of_repeats("SPARK task overhead", __doc__.splitlines()[0], RUNS, measure, rows)
 
 
 if __name__ == "__main__":

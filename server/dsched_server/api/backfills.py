@@ -11,7 +11,6 @@ from grpc import aio
 
 from dsched.convert import FAILURE_STRATEGY, PRIORITY
 from dsched.errors import DschedError
-from dsched.options import FailureStrategy, Priority
 from dsched.v1 import backfill_pb2 as bpb
 from dsched_server.api import convert
 from dsched_server.api.context import MasterContext
@@ -94,14 +93,8 @@ def _new_backfill(request: bpb.CreateBackfillRequest) -> backfills.NewBackfill:
     )
     run_options = RunOptions(
         params=dict(request.params),
-        failure_strategy=checks.enum(
-            FAILURE_STRATEGY,
-            FailureStrategy,
-            "failure_strategy",
-            request.failure_strategy,
-            FailureStrategy.CONTINUE,
-        ),
-        priority=checks.enum(PRIORITY, Priority, "priority", request.priority, Priority.MEDIUM),
+        failure_strategy=checks.failure_strategy("failure_strategy", request.failure_strategy),
+        priority=checks.priority("priority", request.priority),
         worker_group=request.worker_group,
     )
     checks.raise_if_any()

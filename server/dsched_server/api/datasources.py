@@ -18,8 +18,8 @@ from dsched_server import dbapi
 from dsched_server.api import convert
 from dsched_server.api.context import MasterContext
 from dsched_server.api.idempotency import once
-from dsched_server.api.pages import collect, sync
-from dsched_server.api.validation import Checks
+from dsched_server.api.pages import page_by_name
+from dsched_server.api.validation import Checks, check_name_request
 from dsched_server.app.transaction import Transaction
 from dsched_server.core.datasource import (
     DatasourceRecord,
@@ -31,7 +31,6 @@ from dsched_server.core.datasource import (
 from dsched_server.core.datasource import check as check_datasource
 from dsched_server.datasource_key import DatasourceKey
 from dsched_server.store import datasources as store
-from dsched_server.store import paging
 
 Ctx = aio.ServicerContext[Any, Any]
 TEST_TIMEOUT_S = 5
@@ -154,23 +153,18 @@ class DatasourcesApi:
         return pb.GetDatasourceResponse(datasource=render(record))
 
     async def ListDatasources(self, request: pb.ListDatasourcesRequest, context: Ctx) -> Any:
-        cursor = paging.cursor(
-            "datasources", {}, paging.NAME_KEY, request.page_size, request.page_token
+        items, token = await page_by_name(
+            self.ctx.db,
+            "datasources",
+            request,
+            store.list_datasources,
+            lambda r: r.spec.name,
+            render,
         )
-        async with self.ctx.db.read() as conn:
-            items, token = await collect(
-                cursor,
-                lambda after, n: store.list_datasources(conn, after, n),
-                lambda r: r.spec.name,
-                sync(render),
-            )
         return pb.ListDatasourcesResponse(datasources=items, next_page_token=token)
 
     async def DeleteDatasource(self, request: pb.DeleteDatasourceRequest, context: Ctx) -> Any:
-        checks = Checks()
-        checks.name("name", request.name, "datasource name")
-        checks.request_id(request.request_id)
-        checks.raise_if_any()
+        check_name_request(request.name, "datasource name", request.request_id)
 
         async def work(tx: Transaction) -> pb.DeleteDatasourceResponse:
             await store.delete_datasource(tx.conn, request.name)

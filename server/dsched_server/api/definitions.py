@@ -15,8 +15,8 @@ from dsched.v1 import resources_pb2
 from dsched_server.api import convert
 from dsched_server.api.context import MasterContext
 from dsched_server.api.idempotency import once
-from dsched_server.api.pages import collect, sync
-from dsched_server.api.validation import Checks
+from dsched_server.api.pages import collect, page_by_name, sync
+from dsched_server.api.validation import Checks, check_name_request
 from dsched_server.app.transaction import Transaction
 from dsched_server.store import definitions as repo
 from dsched_server.store import paging
@@ -61,23 +61,13 @@ class DefinitionsApi:
         return pb.GetProjectResponse(project=convert.project(record))
 
     async def ListProjects(self, request: pb.ListProjectsRequest, context: Ctx) -> Any:
-        cursor = paging.cursor(
-            "projects", {}, paging.NAME_KEY, request.page_size, request.page_token
+        items, token = await page_by_name(
+            self.ctx.db, "projects", request, repo.list_projects, lambda p: p.name, convert.project
         )
-        async with self.ctx.db.read() as conn:
-            items, token = await collect(
-                cursor,
-                lambda after, n: repo.list_projects(conn, after, n),
-                lambda p: p.name,
-                sync(convert.project),
-            )
         return pb.ListProjectsResponse(projects=items, next_page_token=token)
 
     async def DeleteProject(self, request: pb.DeleteProjectRequest, context: Ctx) -> Any:
-        checks = Checks()
-        checks.name("name", request.name, "project name")
-        checks.request_id(request.request_id)
-        checks.raise_if_any()
+        check_name_request(request.name, "project name", request.request_id)
 
         async def work(tx: Transaction) -> pb.DeleteProjectResponse:
             await repo.delete_project(tx.conn, request.name)

@@ -32,10 +32,12 @@ member (4 MiB would take some 20,000 members); any one-item answer carries at mo
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from google.protobuf.message import Message
 
+from dsched_server.store import paging
+from dsched_server.store.database import Conn, Database
 from dsched_server.store.paging import Cursor
 
 PAGE_BYTES = 3 * 1024 * 1024
@@ -50,6 +52,13 @@ K = TypeVar("K", int, str)
 M = TypeVar("M", bound=Message)
 
 Fetch = Callable[[K | None, int], Awaitable[Sequence[R]]]
+
+
+class PageRequest(Protocol):
+    """The paging fields every List request has."""
+
+    page_size: int
+    page_token: str
 
 
 async def collect(
@@ -79,6 +88,23 @@ async def collect(
             after = key(row)
         if len(rows) < wanted:
             return items, ""
+
+
+async def page_by_name(
+    db: Database,
+    listing: str,
+    request: PageRequest,
+    fetch: Callable[[Conn, str | None, int], Awaitable[Sequence[R]]],
+    name: Callable[[R], str],
+    render: Callable[[R], M],
+) -> tuple[list[M], str]:
+    """One page of a listing of every row of one kind in the order of its unique name, with no
+    filter (the projects, the datasources): ``fetch(conn, after, n)`` reads up to ``n`` rows
+    after the name ``after``, ``name`` gives a row's name and ``render`` makes it the item to
+    send. Returns what :func:`collect` does."""
+    cursor = paging.cursor(listing, {}, paging.NAME_KEY, request.page_size, request.page_token)
+    async with db.read() as conn:
+        return await collect(cursor, lambda after, n: fetch(conn, after, n), name, sync(render))
 
 
 def sync(render: Callable[[R], M]) -> Callable[[R], Awaitable[M]]:

@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 from grpc import aio
 
-from dsched.convert import FAILURE_STRATEGY, PRIORITY, TASK_DEPEND_TYPE
-from dsched.options import FailureStrategy, Priority, TaskDependType
+from dsched.convert import TASK_DEPEND_TYPE
+from dsched.options import TaskDependType
 from dsched.spec import MAX_TIMEOUT
 from dsched.v1 import master_service_pb2 as pb
 from dsched_server.api import convert
@@ -75,14 +75,8 @@ def _start_run(request: pb.StartWorkflowRequest) -> runs.StartRun:
             start_tasks=tuple(request.start_tasks),
             depend_type=_depend_type(checks, request.task_depend_type),
         ),
-        failure_strategy=checks.enum(
-            FAILURE_STRATEGY,
-            FailureStrategy,
-            "failure_strategy",
-            request.failure_strategy,
-            FailureStrategy.CONTINUE,
-        ),
-        priority=checks.enum(PRIORITY, Priority, "priority", request.priority, Priority.MEDIUM),
+        failure_strategy=checks.failure_strategy("failure_strategy", request.failure_strategy),
+        priority=checks.priority("priority", request.priority),
         worker_group=request.worker_group,
         dry_run=request.dry_run,
         dispatch_timeout=_dispatch_timeout(request, checks),

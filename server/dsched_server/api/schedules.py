@@ -7,7 +7,6 @@ from typing import Any
 from grpc import aio
 
 from dsched.convert import FAILURE_STRATEGY, PRIORITY
-from dsched.options import FailureStrategy, Priority
 from dsched.v1 import schedule_pb2 as spb
 from dsched_server.api import convert
 from dsched_server.api.context import MasterContext
@@ -75,16 +74,10 @@ def _spec(msg: spb.Schedule, checks: Checks, field: str = "schedule") -> Schedul
         ),
         run_options=RunOptions(
             params=dict(msg.params),
-            failure_strategy=checks.enum(
-                FAILURE_STRATEGY,
-                FailureStrategy,
-                f"{field}.failure_strategy",
-                msg.failure_strategy,
-                FailureStrategy.CONTINUE,
+            failure_strategy=checks.failure_strategy(
+                f"{field}.failure_strategy", msg.failure_strategy
             ),
-            priority=checks.enum(
-                PRIORITY, Priority, f"{field}.priority", msg.priority, Priority.MEDIUM
-            ),
+            priority=checks.priority(f"{field}.priority", msg.priority),
             worker_group=msg.worker_group,
         ),
     )

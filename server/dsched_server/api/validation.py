@@ -11,9 +11,10 @@ from typing import Any, TypeVar
 from google.protobuf import timestamp_pb2
 from google.protobuf.message import Message
 
-from dsched.convert import EnumMap
+from dsched.convert import FAILURE_STRATEGY, PRIORITY, EnumMap
 from dsched.errors import FieldViolation, InvalidArgument
 from dsched.names import name_violation, reason_for, worker_group_violation
+from dsched.options import FailureStrategy, Priority
 from dsched.spec import (
     _CONTROL_RE,
     MAX_TASKS,
@@ -137,6 +138,14 @@ class Checks:
             return default
         return kind(member.value)
 
+    def failure_strategy(self, field: str, number: int) -> FailureStrategy:
+        """A run's failure strategy; unset is CONTINUE (every way to start runs shares it)."""
+        return self.enum(FAILURE_STRATEGY, FailureStrategy, field, number, FailureStrategy.CONTINUE)
+
+    def priority(self, field: str, number: int) -> Priority:
+        """A run's priority; unset is MEDIUM (every way to start runs shares it)."""
+        return self.enum(PRIORITY, Priority, field, number, Priority.MEDIUM)
+
     def raise_if_any(self, message: str = "invalid request") -> None:
         if self.violations:
             raise InvalidArgument(
@@ -154,5 +163,14 @@ def check_id_request(target_id: int, request_id: str) -> None:
     and carries a ``request_id``."""
     checks = Checks()
     checks.positive_id("id", target_id)
+    checks.request_id(request_id)
+    checks.raise_if_any()
+
+
+def check_name_request(name: str, what: str, request_id: str) -> None:
+    """Checks a mutating request that names one object by ``name`` (``what``: its kind, as the
+    violation says it: "project name", "datasource name") and carries a ``request_id``."""
+    checks = Checks()
+    checks.name("name", name, what)
     checks.request_id(request_id)
     checks.raise_if_any()
