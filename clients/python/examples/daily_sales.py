@@ -27,10 +27,12 @@ from typing import Any
 from dsched import Schedule, Spark, Sql, Workflow, task
 
 # Spark settings for a small local job: 200 shuffle partitions (the default) for 25 rows of output
-# would cost more than the job; no web UI to start.
+# would cost more than the job; no web UI to start; warnings only in the log (Spark's INFO lines,
+# some 400 a run, would bury the job's own output: the day's top rows and its totals).
 SPARK_CONF = {
     "spark.sql.shuffle.partitions": "4",
     "spark.ui.enabled": "false",
+    "spark.log.level": "WARN",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
 }
 
