@@ -104,8 +104,13 @@ def test_a_second_signal_exits_at_once_and_kills_the_tasks(tmp_path: Path) -> No
 
 
 def test_a_locked_database_is_abandoned_within_the_bound(tmp_path: Path) -> None:
-    """The standalone's SQLite file held locked by another process: the hand-over fails at once
-    ("database is locked"), which the stop reports as abandoned, and the process exits in time."""
+    """The standalone's SQLite file held locked by another process: the stop reports what it
+    abandoned and the process exits in time.
+
+    Which step meets the lock first is a race: the hand-over fails at once ("database is
+    locked"), or the master's failover of its stopping worker's task comes first and waits in
+    SQLite's busy handler on the loop's thread, and the shutdown budget ends the process (1 run
+    in 3 to 10 here). Either way the exit is bounded and reported as abandoned (status 3)."""
     env = clean_env(DSCHED_LOG_LEVEL="INFO", DSCHED_CPU_THRESHOLD="1", DSCHED_SHUTDOWN_TIMEOUT="5")
     server, pids = standalone_with_a_long_task(tmp_path, env)
     lock = sqlite3.connect(tmp_path / "data" / "dsched.db", timeout=30)
@@ -118,7 +123,9 @@ def test_a_locked_database_is_abandoned_within_the_bound(tmp_path: Path) -> None
     out = server.output()
     assert took < 5 + MARGIN_S, out[-4000:]
     assert code == 3, out[-4000:]
-    assert "shutdown abandoned: hand over the instances of epoch 1: database is locked" in out
+    handed_over = "shutdown abandoned: hand over the instances of epoch 1: database is locked"
+    budget_ended = "shutdown not finished within 5 s: exiting now"
+    assert handed_over in out or budget_ended in out, out[-4000:]
     assert_all_gone(pids, pgid=pids[-1], timeout=AT_ONCE_S)
 
 
