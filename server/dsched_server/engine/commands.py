@@ -154,7 +154,7 @@ class CommandConsumer(Background):
             conn, command, host=self.s.address, epoch=self.s.epoch, state=state, values=values
         ):
             return None
-        first = _first_start(command, instance, state, self.s.address, self.s.epoch, now)
+        first = _first_start(command, instance, state, values, self.s.address, self.s.epoch)
         if first is not None:
             attempts: list[TaskInstanceRecord] = []
             superseded: list[TaskInstanceRecord] = []
@@ -261,9 +261,9 @@ def _first_start(
     command: CommandRecord,
     instance: InstanceRecord,
     state: WorkflowState,
+    values: InstanceValues,
     host: str,
     epoch: int,
-    now: datetime,
 ) -> InstanceRecord | None:
     """The instance as the claim of its START command left it, or None for any other command.
 
@@ -271,6 +271,8 @@ def _first_start(
     deletes it) is the instance's first write after that: no attempt, superseded one or lost
     application exists yet, so the claim need not read them, nor the instance again (four
     statements of the ~40 a one-task run costs). Every later run of it comes from another command.
+    The record is the one read before the claim with what the claim wrote (``values``, from
+    :func:`_plan`, whose START columns map one to one onto the record's fields).
     """
     if command.type is not CommandType.START:
         return None
@@ -280,9 +282,9 @@ def _first_start(
         command_type=command.type,
         host=host,
         epoch=epoch,
-        start_time=now,
-        end_time=None,
-        state_reason="",
+        start_time=values["start_time"],
+        end_time=values["end_time"],
+        state_reason=values["state_reason"],
     )
 
 

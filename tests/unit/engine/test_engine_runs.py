@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from dataclasses import replace
 from datetime import timedelta
 
 from dsched.states import TaskState, WorkflowState
@@ -16,6 +17,7 @@ from dsched_server.core.controls import ControlKind
 from dsched_server.core.records import TaskInstanceRecord
 from dsched_server.protocol.ack import AckDecision
 from dsched_server.protocol.event import TaskEventType
+from dsched_server.store.instances import get_instance
 from tests.fakes.worker import FakeWorker, FakeWorkers, Mode
 from tests.unit.core.specs import task, workflow
 from tests.unit.engine.conftest import Engine, World
@@ -402,3 +404,16 @@ async def test_an_adopted_attempt_its_worker_lost_is_run_again(world: World) -> 
         (1, TaskState.NEED_FAULT_TOLERANCE, False),
         (2, TaskState.SUCCEEDED, True),
     ]
+
+
+async def test_a_first_starts_runner_holds_the_instance_as_stored(engine: Engine) -> None:
+    """A START's claim builds the runner from the record it read before the claim and what the
+    claim wrote, without reading the instance again: that record is the stored one."""
+    _worker, instance_id = await one_task_running_on(engine)
+    runner = engine.runners.get(instance_id)
+    assert runner is not None
+    held = runner.state.instance
+    async with engine.db.read() as conn:
+        stored = await get_instance(conn, instance_id)
+    assert held.state is WorkflowState.RUNNING
+    assert held == replace(stored, state=held.state)  # the runner's own later moves aside
