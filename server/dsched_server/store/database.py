@@ -31,6 +31,8 @@ from typing import Any, Protocol, TypeVar
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.dialects import registry
+from sqlalchemy.dialects.sqlite.pysqlite import SQLiteDialect_pysqlite
 from sqlalchemy.engine import CursorResult, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
@@ -132,12 +134,11 @@ class Database:
             if database and database != ":memory:":
                 Path(database).parent.mkdir(parents=True, exist_ok=True)
             # The loop thread is the only user; check_same_thread would trip on pool hand-offs.
-            url = self.url.set(drivername="sqlite+pysqlite")
+            url = self.url.set(drivername=f"sqlite+{_SQLITE_DRIVER}")
             engine = create_engine(
                 url, echo=self._echo, connect_args={"timeout": 30, "check_same_thread": False}
             )
             event.listen(engine, "connect", _sqlite_pragmas)
-            event.listen(engine, "begin", _sqlite_begin)
             self._sync = engine
         else:
             connect_args = _CONNECT_ARGS.get(self.dialect, {})
@@ -251,7 +252,7 @@ class Database:
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    # Let SQLAlchemy issue BEGIN itself (see _sqlite_begin); pysqlite's implicit BEGIN is
+    # The dialect issues BEGIN itself (see _PysqliteDialect); pysqlite's implicit BEGIN is
     # unreliable.
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
@@ -263,8 +264,22 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def _sqlite_begin(conn: Connection) -> None:
-    conn.exec_driver_sql("BEGIN")
+class _PysqliteDialect(SQLiteDialect_pysqlite):
+    """pysqlite with an explicit BEGIN for every transaction, reads included (a read's statements
+    then see one snapshot). In the dialect's ``do_begin`` rather than a ``begin`` event listener,
+    as SQLAlchemy's documentation suggests: any connection event listener on the engine sends every
+    statement through the event dispatch, which cost about a third of SQLAlchemy's time per
+    statement and half of it per transaction on SQLite (a transaction with two UPDATEs and a
+    SELECT: 104 us with the listener, 67 us without)."""
+
+    supports_statement_cache = True  # nothing here changes how statements compile
+
+    def do_begin(self, dbapi_connection: Any) -> None:
+        dbapi_connection.execute("BEGIN")
+
+
+_SQLITE_DRIVER = "dsched_pysqlite"
+registry.register(f"sqlite.{_SQLITE_DRIVER}", __name__, "_PysqliteDialect")
 
 
 def _upgrade(conn: Connection) -> None:
