@@ -51,9 +51,9 @@ def test_chinese_names_are_created_run_shown_and_logged(server: Standalone, clie
         logged = cli(server, "logs", str(ti.id))
         assert logged.returncode == 0, logged.stderr
         assert f"任务 {name} 日期 2026-11-25\n" in logged.stdout
-        # Names never reach a path: logs/<yyyymmdd>/<code>/<version>/<instance>/<task inst>.log
+        # Names never reach a path: logs/<yyyymmdd>/<code>/<version>/<instance>-<task inst>.log
         relative = Path(ti.log_path).relative_to(server.data_dir)
-        assert re.fullmatch(r"worker/logs/\d{8}/\d+/\d+/\d+/\d+\.log", str(relative)), relative
+        assert re.fullmatch(r"worker/logs/\d{8}/\d+/\d+/\d+-\d+\.log", str(relative)), relative
 
 
 def test_the_cli_refuses_reserved_and_non_identifier_parameter_names(

@@ -1,8 +1,9 @@
 """Retention of task logs: a log not written for longer than the retention goes, with its index
 entry (a hard link: the file's blocks are freed only once both names are gone).
 
-The layout is :mod:`dsched_worker.logs`'s (``<yyyymmdd>/.../<task_instance_id>.log`` plus
-``index/<task_instance_id>.log``). A log file is created on or after its day directory's date, so
+The layout is :mod:`dsched_worker.logs`'s (``<yyyymmdd>/.../<wi>-<ti>.log``, earlier versions'
+``<yyyymmdd>/.../<wi>/<ti>.log``, plus ``index/<ti>.log``; ``wi``, ``ti``: workflow and task
+instance ids). A log file is created on or after its day directory's date, so
 only day directories dated before the cutoff can hold a file older than it: a sweep walks those
 alone, whatever the history. A file written since the cutoff (a long instance's late task) stays,
 and so does the log of an attempt running here. Empty directories are removed bottom-up.
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dsched_worker.logs import INDEX_DIR, same_file
+from dsched_worker.logs import INDEX_DIR, same_file, task_instance_of
 
 log = logging.getLogger(__name__)
 
@@ -53,14 +54,15 @@ def expire_logs(root: Path, *, older_than: float, now: float, live: Container[in
         for directory, _subdirs, names in os.walk(day, topdown=False):
             for name in names:
                 path = Path(directory) / name
-                stem = name.removesuffix(".log")
+                task_instance_id = task_instance_of(name)
                 try:
                     st = path.lstat()
                 except OSError:
                     continue
-                if st.st_mtime >= cutoff or (stem.isdigit() and int(stem) in live):
+                if st.st_mtime >= cutoff or task_instance_id in live:
                     continue
-                _unlink_index(index, stem, st)
+                if task_instance_id is not None:
+                    _unlink_index(index, task_instance_id, st)
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
                     files += 1
@@ -71,13 +73,11 @@ def expire_logs(root: Path, *, older_than: float, now: float, live: Container[in
     return Expired(files=files, bytes=size)
 
 
-def _unlink_index(index: Path, stem: str, target: os.stat_result) -> None:
-    """Removes ``index/<stem>.log`` if it leads to the file ``target`` (a hard link to it, or an
-    earlier version's symlink; a newer attempt's entry stays). A hard link left behind would keep
-    the file's blocks."""
-    if not stem.isdigit():
-        return
-    link = index / f"{stem}.log"
+def _unlink_index(index: Path, task_instance_id: int, target: os.stat_result) -> None:
+    """Removes ``index/<task_instance_id>.log`` if it leads to the file ``target`` (a hard link to
+    it, or an earlier version's symlink; a newer attempt's entry stays). A hard link left behind
+    would keep the file's blocks."""
+    link = index / f"{task_instance_id}.log"
     try:
         if same_file(link, target):
             link.unlink()

@@ -2,14 +2,22 @@
 
 Layout under ``<data_dir>/logs``::
 
-    <yyyymmdd of submit_time, UTC>/<workflow_code>/<workflow_version>/<workflow_instance_id>/
-        <task_instance_id>.log
+    <yyyymmdd of submit_time, UTC>/<workflow_code>/<workflow_version>/
+        <workflow_instance_id>-<task_instance_id>.log
     index/<task_instance_id>.log  a hard link to the file above (earlier versions: a relative
                                   symlink to it, still followed)
 
-Every path component is a number, so no client-supplied text ever reaches a path. Readers resolve a
-task instance id only through the index (logs of earlier incarnations stay findable), check that a
-symlink's target lies inside the log root, and open the file with ``O_NOFOLLOW``.
+Earlier versions put each workflow instance in a directory of its own
+(``.../<workflow_version>/<workflow_instance_id>/<task_instance_id>.log``); their logs stay
+readable (readers go through the index, which does not depend on the layout) and expire like the
+others (:func:`task_instance_of` reads both names). Why no directory per instance: every one-task
+run is an instance, and its directory cost a failed ``open``, a ``mkdir`` and then the slowest
+``open`` the worker made (the first file of a new directory): together over a quarter of the
+worker's samples in a series of one-task runs, all on the event loop.
+
+Every path component is made of numbers, so no client-supplied text ever reaches a path. Readers
+resolve a task instance id only through the index (logs of earlier incarnations stay findable),
+check that a symlink's target lies inside the log root, and open the file with ``O_NOFOLLOW``.
 
 Why a hard link: a symlink is an inode of its own, and allocating inodes is what a busy worker's
 file system does slowest (on ext4 without a journal, this development machine's disk, the allocator
@@ -52,9 +60,22 @@ def log_path(root: Path, execution: TaskExecution) -> Path:
         / day
         / str(execution.workflow_code)
         / str(execution.workflow_version)
-        / str(execution.workflow_instance_id)
-        / f"{execution.task_instance_id}.log"
+        / f"{execution.workflow_instance_id}-{execution.task_instance_id}.log"
     )
+
+
+def task_instance_of(name: str) -> int | None:
+    """The task instance id a log file's name carries (``<wi>-<ti>.log``, or an earlier version's
+    ``<ti>.log``), or None for any other name."""
+    stem = name.removesuffix(".log")
+    instance, dash, task = stem.rpartition("-")
+    if stem == name or not _number(task) or (dash and not _number(instance)):
+        return None
+    return int(task)
+
+
+def _number(text: str) -> bool:
+    return text.isascii() and text.isdigit()
 
 
 class TaskLog:

@@ -125,9 +125,15 @@ async def test_logs_past_retention_go_with_their_index_links(harness, gate):
     long_ago = time.time() - 40 * DAY_S
     for path in (old_log, live_log):
         os.utime(path, (long_ago, long_ago))
-    recent = root / "20240506" / "1" / "1" / "1" / "5.log"  # an old day, a recent write
+    recent = root / "20240506" / "1" / "1" / "1-5.log"  # an old day, a recent write
     recent.parent.mkdir(parents=True)
     recent.write_text("recent\n")
+    # An earlier version's layout: a directory per workflow instance, the same index.
+    earlier = root / "20240506" / "1" / "2" / "77" / "900.log"
+    earlier.parent.mkdir(parents=True)
+    earlier.write_text("earlier\n")
+    os.link(earlier, index / "900.log")
+    os.utime(earlier, (long_ago, long_ago))
 
     expired = await asyncio.to_thread(
         expire_logs,
@@ -137,9 +143,10 @@ async def test_logs_past_retention_go_with_their_index_links(harness, gate):
         live=worker.runner.live_task_instances(),
     )
 
-    assert expired.files == 1 and expired.bytes > 0
-    assert not old_log.exists() and not old_log.parent.exists()
+    assert expired.files == 2 and expired.bytes > 0
+    assert not old_log.exists()
     assert not os.path.lexists(index / f"{old.task_instance_id}.log")
+    assert not os.path.lexists(index / "900.log") and not earlier.parent.parent.exists()
     assert live_log.exists() and os.path.samefile(index / f"{live.task_instance_id}.log", live_log)
     assert recent.exists()
     g.open()

@@ -7,7 +7,7 @@ import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from dsched_worker.logs import LogStore, TaskLog, log_path
+from dsched_worker.logs import LogStore, TaskLog, log_path, task_instance_of
 
 
 def test_log_path_is_numeric_and_dated_by_utc_submit_time(make_execution) -> None:
@@ -18,7 +18,14 @@ def test_log_path_is_numeric_and_dated_by_utc_submit_time(make_execution) -> Non
 
     path = log_path(Path("/data/logs"), execution)
 
-    assert path == Path("/data/logs/20240302/9001/4/5/11.log")
+    assert path == Path("/data/logs/20240302/9001/4/5-11.log")
+
+
+def test_task_instance_of_reads_this_and_the_earlier_layouts_names() -> None:
+    assert task_instance_of("5-11.log") == 11
+    assert task_instance_of("11.log") == 11  # an earlier version's <wi>/<ti>.log
+    for name in ("5-11", "x-11.log", "5-x.log", "5-.log", "-11.log", "1-2-3.log", "\u0663.log"):
+        assert task_instance_of(name) is None, name
 
 
 def test_create_writes_the_header_and_links_the_index(tmp_path, make_execution) -> None:
