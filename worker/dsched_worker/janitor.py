@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Container
 from pathlib import Path
 
 from dsched_worker.log_expiry import DAY_S, expire_logs
@@ -61,7 +61,7 @@ class Janitor:
 
     async def sweep(self) -> None:
         """One pass (also what tests call)."""
-        removed = await self._workdirs.sweep(set(self._live()))
+        removed = await self._workdirs.sweep(_LiveNow(self._live))
         if removed:
             log.info("removed %d kept working directories", removed)
         if self._log_retention > 0:
@@ -84,3 +84,16 @@ class Janitor:
             except Exception:
                 log.exception("worker clean-up failed; trying again in %.0f s", self.interval)
             await asyncio.sleep(self.interval)
+
+
+class _LiveNow(Container[int]):
+    """The attempts here as ``live`` says at each lookup, not when the pass began: the sweep yields
+    between instances, and an attempt that starts meanwhile may get a directory from the pool whose
+    modification time is older than ``keep_failed`` (a rename keeps a directory's times), which
+    only its being live keeps from the trash while it runs."""
+
+    def __init__(self, live: Callable[[], Collection[int]]) -> None:
+        self._live = live
+
+    def __contains__(self, task_instance_id: object) -> bool:
+        return task_instance_id in self._live()

@@ -129,7 +129,9 @@ class WorkDirs:
     async def sweep(self, live: Container[int]) -> int:
         """Removes the kept directories older than ``keep_failed`` whose task instance id is not
         in ``live`` (attempts running here, looked up at each removal); returns how many it
-        removed. Yields to the loop between instances (a first sweep may meet a long history)."""
+        removed. Yields to the loop between instances (a first sweep may meet a long history), so
+        ``live`` must answer for attempts that start meanwhile: the directory one gets from the
+        pool keeps the modification time it had, often older than ``keep_failed``."""
         cutoff = self._clock() - self.keep_failed
         removed = 0
         for instance_dir in _numbered(self.root):
