@@ -5,6 +5,7 @@ from __future__ import annotations
 from dsched_worker.tasks.environment import (
     DEFAULT_ALLOW,
     allowed,
+    attempt_environment,
     identities,
     inherited,
     size,
@@ -104,3 +105,14 @@ def test_identities(make_execution) -> None:
 def test_size_counts_bytes_as_execve_does() -> None:
     assert size({}) == 0
     assert size({"A": "1", "表": "é"}) == len(b"A=1\0") + len("表=é\0".encode())
+
+
+def test_attempt_environment_from_the_filtered_variables_is_task_environment(
+    make_execution,
+) -> None:
+    # The spawner filters the worker's variables once and reuses them for every attempt.
+    filtered = inherited(WORKER_ENV, DEFAULT_ALLOW)
+    kept = dict(filtered)
+    execution = make_execution(params={"day": "2024-02-29", "PATH": "/tmp/evil"})
+    assert attempt_environment(filtered, execution) == task_environment(WORKER_ENV, execution)
+    assert filtered == kept  # not changed: the next attempt gets none of this one's variables

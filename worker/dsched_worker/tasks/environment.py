@@ -81,7 +81,17 @@ def task_environment(
     base: Mapping[str, str], execution: TaskExecution, allow: Iterable[str] = DEFAULT_ALLOW
 ) -> tuple[dict[str, str], list[str]]:
     """The attempt's environment (see the module) and a note for each parameter left out."""
-    env = inherited(base, allow)
+    return attempt_environment(inherited(base, allow), execution)
+
+
+def attempt_environment(
+    inherited_env: Mapping[str, str], execution: TaskExecution
+) -> tuple[dict[str, str], list[str]]:
+    """:func:`task_environment` from the worker's variables already filtered by
+    :func:`inherited` (once per worker, not per attempt: matching the worker's whole environment
+    against the allow-list took 60-110 us of the event loop per attempt with 35 variables);
+    ``inherited_env`` is copied, never changed."""
+    env = dict(inherited_env)
     notes = []
     for name, value in execution.params.items():
         problem = param_name_problem(name)

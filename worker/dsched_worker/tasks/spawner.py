@@ -57,8 +57,7 @@ class Spawner:
         workdirs: WorkDirs | None = None,
     ) -> None:
         self._exec_root = exec_root
-        self._base_env = dict(base_env)
-        self._env_allow = tuple(env_allow)
+        self._inherited = environment.inherited(base_env, env_allow)
         self._records = records
         self._make_dir = make_dir if workdirs is None else workdirs.make
 
@@ -87,7 +86,7 @@ class Spawner:
             except OSError as exc:
                 raise SpawnError(f"cannot prepare the working directory {cwd}: {exc}") from exc
 
-        env, notes = environment.task_environment(self._base_env, execution, self._env_allow)
+        env, notes = environment.attempt_environment(self._inherited, execution)
         if launch.env:
             env.update(launch.env)
         for note in notes:
