@@ -281,6 +281,10 @@ def _describe(char: str) -> str:
     return f"U+{ord(char):04X} ({unicodedata.name(char, 'unnamed')})"
 
 
+# The ASCII characters a name may hold, read off _char_problem so the two cannot disagree.
+_ASCII_ALLOWED = frozenset(c for c in map(chr, range(128)) if _char_problem(c) is None)
+
+
 def name_problem(value: str) -> str | None:
     """What is wrong with ``value`` as a project, workflow or task name (see the module), or
     None."""
@@ -288,6 +292,21 @@ def name_problem(value: str) -> str | None:
         return "must not be empty"
     if len(value) > MAX_NAME_LENGTH:
         return f"is longer than {MAX_NAME_LENGTH} characters"
+    if (
+        value.isascii()
+        and _ASCII_ALLOWED.issuperset(value)
+        and value[0].isalnum()
+        and value[-1] != " "
+    ):
+        # The common name, passed without a Unicode lookup per character (every dispatch checks
+        # its task's name): ASCII letters and digits are the categories L and N, ASCII text is
+        # NFC, and its UTF-8 takes one byte a character.
+        return None
+    return _character_problem(value)
+
+
+def _character_problem(value: str) -> str | None:
+    """:func:`name_problem`'s checks of the characters of a non-empty name of allowed length."""
     for char in value:
         problem = _char_problem(char)
         if problem is not None:

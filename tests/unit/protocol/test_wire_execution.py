@@ -83,6 +83,11 @@ def test_any_batch_is_attempts_or_invalid_argument(
         (lambda t: setattr(t.submit_time, "nanos", -1), "task.submit_time"),
         (lambda t: setattr(t, "timeout_strategy", 77), "task.timeout_strategy"),
         (lambda t: t.ClearField("shell"), "task.kind"),
+        # Skipped when empty (nearly every dispatch), still checked when not.
+        (lambda t: t.earlier_application_ids.append("rm -rf /"), "task.earlier_application_ids[0]"),
+        (lambda t: t.earlier_application_ids.extend(["x"] * 17), "task.earlier_application_ids"),
+        (lambda t: setattr(t, "task_name", "a/b"), "task.task_name"),
+        (lambda t: setattr(t, "task_name", "load "), "task.task_name"),
     ],
 )
 def test_out_of_range_fields_are_named(make_execution, change, field) -> None:

@@ -10,10 +10,13 @@ import pytest
 from dsched.errors import FieldViolation
 from dsched.names import (
     INVALID_PARAMETER_NAME,
+    MAX_NAME_LENGTH,
     MAX_PARAM_NAME_LENGTH,
     RESERVED_NAMES,
     RESERVED_PARAMETER_NAME,
     RESERVED_PREFIXES,
+    _character_problem,
+    name_problem,
     param_name_problem,
     param_name_violation,
     reason_for,
@@ -150,3 +153,15 @@ def test_the_readme_lists_the_reserved_set_exactly() -> None:
     listed = set(re.findall(r"`([A-Z0-9_]+)(\*?)`", section))
     assert {n for n, star in listed if not star} == set(RESERVED_NAMES)
     assert {n for n, star in listed if star} == set(RESERVED_PREFIXES)
+
+
+def test_the_ascii_fast_path_of_name_problem_agrees_with_the_character_checks() -> None:
+    # name_problem passes common ASCII names without looking each character up; every ASCII
+    # character at the start, in the middle and at the end must be judged as the full checks do.
+    ascii_chars = [chr(c) for c in range(128)]
+    names = [c for c in ascii_chars]
+    names += [f"{c}ab" for c in ascii_chars] + [f"a{c}b" for c in ascii_chars]
+    names += [f"ab{c}" for c in ascii_chars] + ["load 2", "a-b_c.d", "9x", "x" * MAX_NAME_LENGTH]
+    for name in names:
+        assert name_problem(name) == _character_problem(name), repr(name)
+    assert name_problem("load_2") is None and name_problem("a/b") is not None

@@ -124,9 +124,12 @@ def execution_from_proto(
     strategy = _timeout_strategy(task.timeout_strategy, path, out)
     kind = _kind(task, path, out)
     datasource = datasource_from(task, kind, path, out)
-    out.extend(
-        application_ids_violations(f"{path}.earlier_application_ids", task.earlier_application_ids)
-    )
+    if task.earlier_application_ids:  # empty in nearly every dispatch: nothing to check
+        out.extend(
+            application_ids_violations(
+                f"{path}.earlier_application_ids", task.earlier_application_ids
+            )
+        )
     submit = (
         checks.timestamp(f"{path}.submit_time", task.submit_time, out)
         if task.HasField("submit_time")
