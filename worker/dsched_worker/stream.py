@@ -9,6 +9,9 @@ master ends the stream, everything still in flight goes back to the queue in its
 the stream is reopened after a back-off delay; the master answers DUPLICATE for events it already
 applied.
 
+A request that would carry only non-terminal events (RUNNING) waits up to :data:`LINGER_S` for a
+terminal one to join it (see there); a terminal event is written at once, with whatever is queued.
+
 RETRY_LATER holds back the whole attempt (so its events stay in order) until a per-attempt back-off
 timer releases it. Nothing here polls: the only waits are the wake event, the stream itself, and
 back-off delays.
@@ -46,6 +49,15 @@ if TYPE_CHECKING:
     ]
 
 log = logging.getLogger(__name__)
+
+# How long queued RUNNING events wait for an attempt's end before they are written alone. A short
+# task (a check, a `true`, a small SQL statement) ends within a few milliseconds of its start: its
+# RUNNING and its end then travel in one request, which the master applies in one transaction and
+# acknowledges in one response, instead of two of each (per one-task run: about 1 ms of the
+# master's CPU and 0.3 ms of the worker's). Nothing waits on a RUNNING but the users who read it,
+# and the event keeps the time it was taken (the attempt's start), so 10 ms late costs nothing.
+# A terminal event is never held: the next task of a chain waits for it.
+LINGER_S = 0.01
 
 
 @dataclass(slots=True)
@@ -208,9 +220,27 @@ class MasterStream:
             while not self._queue:
                 self._wake.clear()
                 await self._wake.wait()
+            await self._linger()
+            if not self._queue:  # discarded meanwhile (settled elsewhere, moved to another master)
+                continue
             batch, self._queue = self._queue, []
             for p in batch:
                 self._inflight[p.event_id] = p
             for epoch, group in itertools.groupby(batch, key=lambda p: p.entry.worker_epoch):
                 events = [p.entry.event for p in group]
                 await call.write(report_request(self._worker_address(), epoch, events))
+
+    async def _linger(self) -> None:
+        """Waits up to :data:`LINGER_S` while every queued event is non-terminal (see there)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + LINGER_S
+        while self._queue and not any(p.entry.event.type.terminal for p in self._queue):
+            self._wake.clear()
+            left = deadline - loop.time()
+            if left <= 0:
+                return
+            try:
+                async with asyncio.timeout(left):
+                    await self._wake.wait()
+            except TimeoutError:
+                return

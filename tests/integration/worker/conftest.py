@@ -135,6 +135,7 @@ class Received:
     event: TaskEvent
     worker_epoch: int
     worker_address: str
+    request: int = 0  # which request of the master's (counted from 1) carried it
 
 
 Decide = Callable[[TaskEvent], Ack | None]
@@ -151,6 +152,7 @@ class FakeMaster(task_event_service_pb2_grpc.TaskEventServiceServicer):
         self.decide: Decide | None = None
         self.break_after: int | None = None
         self.streams = 0
+        self.requests = 0
         self.address = ""
         self._server: aio.Server | None = None
         self._changed = asyncio.Condition()
@@ -173,12 +175,15 @@ class FakeMaster(task_event_service_pb2_grpc.TaskEventServiceServicer):
     ) -> AsyncIterator[task_event_service_pb2.ReportTaskEventsResponse]:
         self.streams += 1
         async for request in request_iterator:
+            self.requests += 1
             acks = []
             for msg in request.events:
                 event = event_from_proto(msg)
                 async with self._changed:
                     self.received.append(
-                        Received(event, request.worker_epoch, request.worker_address)
+                        Received(
+                            event, request.worker_epoch, request.worker_address, self.requests
+                        )
                     )
                     self._changed.notify_all()
                 if self.break_after is not None and len(self.received) >= self.break_after:

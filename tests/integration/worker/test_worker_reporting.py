@@ -6,6 +6,7 @@ from collections import Counter
 
 from dsched_server.protocol.ack import Ack, AckDecision
 from dsched_server.protocol.event import TaskEventType
+from dsched_worker import stream
 from dsched_worker.outbox import stored_entries
 
 RUNNING, SUCCEEDED = TaskEventType.RUNNING, TaskEventType.SUCCEEDED
@@ -112,3 +113,33 @@ async def test_duplicates_settle_events(harness):
     assert await worker.reporter.wait_drained(5)
     assert worker.reporter.stale_rejections == 0
     assert outbox_files(harness) == []
+
+
+async def test_a_short_attempts_running_travels_with_its_end(harness, monkeypatch):
+    # A linger far longer than the task makes the pairing certain however slow the machine.
+    monkeypatch.setattr(stream, "LINGER_S", 30.0)
+    worker = await harness.worker()
+    master = harness.master
+    execution = harness.execution("true")
+    await harness.dispatch(worker, execution)
+    await master.wait_terminal(execution.task_instance_id)
+
+    mine = [r for r in master.received if r.event.task_instance_id == execution.task_instance_id]
+    assert [r.event.type for r in mine] == [RUNNING, SUCCEEDED]  # in order, each once
+    assert mine[0].request == mine[1].request  # one request: not held past the end
+    assert mine[0].event.event_time <= mine[1].event.event_time  # RUNNING keeps its start time
+    assert await worker.reporter.wait_drained(5)
+
+
+async def test_a_running_attempts_running_is_not_held_until_its_end(harness, gate):
+    worker = await harness.worker()
+    master = harness.master
+    held = gate("hold")
+    execution = harness.execution(f'read _ < "{held.path}"')
+    await harness.dispatch(worker, execution)
+
+    # The linger is bounded: RUNNING arrives while the task still runs.
+    await master.wait_for(lambda m: m.types_of(execution.task_instance_id) == [RUNNING])
+    assert master.terminal(execution.task_instance_id) is None
+    held.open()
+    assert (await master.wait_terminal(execution.task_instance_id)).type is SUCCEEDED
