@@ -181,9 +181,7 @@ class FakeMaster(task_event_service_pb2_grpc.TaskEventServiceServicer):
                 event = event_from_proto(msg)
                 async with self._changed:
                     self.received.append(
-                        Received(
-                            event, request.worker_epoch, request.worker_address, self.requests
-                        )
+                        Received(event, request.worker_epoch, request.worker_address, self.requests)
                     )
                     self._changed.notify_all()
                 if self.break_after is not None and len(self.received) >= self.break_after:
