@@ -26,7 +26,7 @@ from dsched_server.core.records import InstanceRecord, RunOptions, RunScope, Wor
 from dsched_server.store import definitions, events
 from dsched_server.store import instances as instance_repo
 from dsched_server.store.events import NewEvent
-from dsched_server.store.instances import NewRun, RunTime
+from dsched_server.store.instances import Created, NewRun, RunTime
 
 W = WorkflowState
 
@@ -67,8 +67,8 @@ async def start(tx: Transaction, run: StartRun) -> InstanceRecord:
     _require_tasks(workflow.spec, run.options.scope.start_tasks)
     when = RunTime(schedule_time=run.schedule_time or tx.now, time_zone=run.time_zone)
     _require_expandable(workflow, run.options.params, when)
-    instance_id = await create(tx, workflow, run.options, when)
-    return await instance_repo.get_instance(tx.conn, instance_id)
+    # The instance as written: reading it back would return the same record.
+    return (await _create(tx, [NewRun(workflow, run.options, when)]))[0].instance
 
 
 async def online_workflow(tx: Transaction, project: str, name: str) -> WorkflowRecord:
@@ -95,15 +95,21 @@ async def create(
 async def create_many(tx: Transaction, new: Sequence[NewRun]) -> list[int]:
     """:func:`create` for each of ``new``, a statement per table for all of them (a batch of
     fire times, a backfill's dates); returns the instance ids in the order of ``new``."""
-    ids = await instance_repo.create_instances(tx.conn, new, tx.now)
+    return [c.instance.id for c in await _create(tx, new)]
+
+
+async def _create(tx: Transaction, new: Sequence[NewRun]) -> list[Created]:
+    created = await instance_repo.create_runs(tx.conn, new, tx.now)
     submitted = [
-        NewEvent(workflow_instance_id=i, workflow_state=W.SUBMITTED, message="submitted")
-        for i in ids
+        NewEvent(
+            workflow_instance_id=c.instance.id, workflow_state=W.SUBMITTED, message="submitted"
+        )
+        for c in created
     ]
     await events.append(tx.conn, submitted, tx.now)
-    for instance_id in ids:
-        tx.command_added(instance_id)
-    return ids
+    for c in created:
+        tx.command_added(c.instance.id)
+    return created
 
 
 async def resume(tx: Transaction, instance_id: int) -> InstanceRecord:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypedDict
 
 from sqlalchemy import (
     BindParameter,
     ColumnElement,
+    Insert,
     Row,
     ScalarSelect,
     Select,
@@ -30,6 +31,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql.dml import ReturningInsert
 
 from dsched.errors import Aborted, NotFound, OwnershipLost
 from dsched.options import CommandType, Priority, RunTrigger
@@ -85,6 +87,7 @@ _STATE = select(WI.c.state).where(WI.c.id == bindparam("_id"))
 _INSERT = insert(WI)
 _INSERT_RETURNING = insert(WI).returning(WI.c.id, sort_by_parameter_order=True)
 _INSERT_COMMAND = insert(C)
+_INSERT_COMMAND_RETURNING = insert(C).returning(C.c.id, sort_by_parameter_order=True)
 _TAKE_COMMAND = delete(C).where(
     C.c.id == bindparam("_id"),
     C.c.workflow_instance_id == bindparam("_instance"),
@@ -107,7 +110,11 @@ def _by_id(query: Update) -> Update:
 
 
 def _record(row: Row[Any]) -> InstanceRecord:
-    m = row._mapping
+    return _instance(row._mapping)
+
+
+def _instance(m: Mapping[Any, Any]) -> InstanceRecord:
+    """The record of an instance row (joined with its project's and workflow's names)."""
     return InstanceRecord(
         id=m["id"],
         project=m["project_name"],
@@ -168,26 +175,69 @@ async def create_instance(
 
 
 async def create_instances(conn: Conn, runs: Sequence[NewRun], now: datetime) -> list[int]:
+    """:func:`create_runs`, returning the instance ids in the order of ``runs``."""
+    return [c.instance.id for c in await create_runs(conn, runs, now)]
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    """A run as :func:`create_runs` wrote it: what reading its rows back would return."""
+
+    instance: InstanceRecord
+    command: CommandRecord
+
+
+async def create_runs(conn: Conn, runs: Sequence[NewRun], now: datetime) -> list[Created]:
     """Inserts the runs' instances and START commands, a statement for each table whatever their
-    number (a cron storm fires 200 schedules a transaction); returns the instance ids in the
-    order of ``runs``. Several rows take their ids from RETURNING, which SQLite (3.35+),
-    PostgreSQL and MariaDB (10.5+) have; SQLAlchemy keeps them in the order of the rows."""
+    number (a cron storm fires 200 schedules a transaction); returns them in the order of
+    ``runs``, built from the rows written (the caller need not read them back). Several rows take
+    their ids from RETURNING, which SQLite (3.35+), PostgreSQL and MariaDB (10.5+) have;
+    SQLAlchemy keeps them in the order of the rows."""
     if not runs:
         return []
     rows = [_instance_row(r, now) for r in runs]
-    if len(rows) == 1:
-        result = await conn.execute(_INSERT, rows[0])
-        ids = [int(result.inserted_primary_key[0])]  # type: ignore[index]
-    else:
-        ids = [int(row[0]) for row in await conn.execute(_INSERT_RETURNING, rows)]
+    ids = await _insert(conn, _INSERT, _INSERT_RETURNING, rows)
     commands = [
         _command_row(
             i, CommandType.START, queue_rank(r.options.priority, r.when.trigger), None, now
         )
         for i, r in zip(ids, runs, strict=True)
     ]
-    await conn.execute(_INSERT_COMMAND, commands[0] if len(commands) == 1 else commands)
-    return ids
+    command_ids = await _insert(conn, _INSERT_COMMAND, _INSERT_COMMAND_RETURNING, commands)
+    return [
+        Created(
+            _instance(
+                _as_read(row)
+                | {
+                    "id": instance_id,
+                    "project_name": run.workflow.project,
+                    "workflow_name": run.workflow.spec.name,
+                    "start_time": None,
+                    "end_time": None,
+                }
+            ),
+            _command(_as_read(command) | {"id": command_id}),
+        )
+        for run, row, instance_id, command, command_id in zip(
+            runs, rows, ids, commands, command_ids, strict=True
+        )
+    ]
+
+
+async def _insert(
+    conn: Conn, one: Insert, many: ReturningInsert[Any], rows: list[dict[str, Any]]
+) -> list[int]:
+    """Inserts ``rows``; returns their ids in order."""
+    if len(rows) == 1:
+        result = await conn.execute(one, rows[0])
+        return [int(result.inserted_primary_key[0])]  # type: ignore[index]
+    return [int(row[0]) for row in await conn.execute(many, rows)]
+
+
+def _as_read(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row as written, with its values as reading them back returns them (times in UTC: the
+    columns keep the instant, not the zone, see types.UtcDateTime)."""
+    return {k: v.astimezone(UTC) if isinstance(v, datetime) else v for k, v in row.items()}
 
 
 def _instance_row(run: NewRun, now: datetime) -> dict[str, Any]:
@@ -365,23 +415,22 @@ def _first_submitted_after(time: datetime) -> ScalarSelect[int]:
 
 async def pending_commands(conn: Conn, limit: int) -> list[CommandRecord]:
     """The oldest commands of the highest priority first."""
-    rows = await conn.execute(_pending(limit))
-    return [
-        CommandRecord(
-            id=r.id,
-            type=CommandType(r.type),
-            workflow_instance_id=r.workflow_instance_id,
-            priority=_priority(r.priority_rank),
-            scope=scope_from_json(r.scope) if r.scope and "start_tasks" in r.scope else None,
-            restore_state=(
-                WorkflowState(r.scope["restore_state"])
-                if r.scope and "restore_state" in r.scope
-                else None
-            ),
-            create_time=r.create_time,
-        )
-        for r in rows
-    ]
+    return [_command(r._mapping) for r in await conn.execute(_pending(limit))]
+
+
+def _command(m: Mapping[Any, Any]) -> CommandRecord:
+    scope = m["scope"]
+    return CommandRecord(
+        id=m["id"],
+        type=CommandType(m["type"]),
+        workflow_instance_id=m["workflow_instance_id"],
+        priority=_priority(m["priority_rank"]),
+        scope=scope_from_json(scope) if scope and "start_tasks" in scope else None,
+        restore_state=(
+            WorkflowState(scope["restore_state"]) if scope and "restore_state" in scope else None
+        ),
+        create_time=m["create_time"],
+    )
 
 
 @functools.lru_cache(maxsize=8)

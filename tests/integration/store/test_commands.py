@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from sqlalchemy import func, select
 
 from dsched.errors import Aborted
-from dsched.options import CommandType, FailureStrategy, Priority, TaskDependType
+from dsched.options import CommandType, FailureStrategy, Priority, RunTrigger, TaskDependType
 from dsched.states import WorkflowState
-from dsched_server.core.records import CommandRecord, RunOptions, RunScope
+from dsched_server.core.records import CommandRecord, InstanceRecord, RunOptions, RunScope
 from dsched_server.store import instances
-from dsched_server.store.database import Database
+from dsched_server.store.database import Conn, Database
 from dsched_server.store.models import Command, WorkflowInstance, table
 from tests.integration.store.conftest import (
     NOW,
@@ -74,6 +76,48 @@ async def test_create_instance_writes_a_submitted_instance_and_its_start_command
     assert command.priority is Priority.HIGH
     assert (command.scope, command.restore_state) == (None, None)
     assert command.create_time == NOW
+
+
+@pytest.mark.parametrize("count", [1, 3])
+async def test_create_runs_returns_the_rows_as_reading_them_back_does(
+    db: Database, count: int
+) -> None:
+    """One INSERT per table returns the instances and commands as written, which the claim and
+    StartWorkflow's answer use without reading them back: repr compares the zones of the times
+    and the types of every value, not only what == sees."""
+    workflow = await make_workflow(db)
+    kolkata = ZoneInfo("Asia/Kolkata")
+    runs = [
+        instances.NewRun(
+            workflow,
+            RunOptions(
+                params={"DAY": f"2026-03-{i + 10}"},
+                scope=RunScope(start_tasks=("clean",), depend_type=TaskDependType.TASK_PRE),
+                priority=Priority.HIGH if i else Priority.LOW,
+                worker_group="cpu",
+                dispatch_timeout=timedelta(seconds=90.000123),
+            ),
+            instances.RunTime(
+                schedule_time=datetime(2026, 3, 14, 9, 30, 0, 123456, tzinfo=kolkata)
+                + timedelta(days=i),
+                time_zone="Asia/Kolkata",
+                trigger=RunTrigger.SCHEDULE if i else RunTrigger.MANUAL,
+            ),
+        )
+        for i in range(count)
+    ]
+    written_at = NOW.astimezone(kolkata)  # the caller's clock may be in any zone
+
+    created = await write(db, lambda c: instances.create_runs(c, runs, written_at))
+
+    async def read_back(conn: Conn) -> list[InstanceRecord]:
+        return [await instances.get_instance(conn, c.instance.id) for c in created]
+
+    stored = await read(db, read_back)
+    assert [repr(c.instance) for c in created] == [repr(s) for s in stored]
+    pending = sorted(await _pending(db), key=lambda p: p.id)  # the queue's order is by priority
+    assert [repr(c.command) for c in created] == [repr(p) for p in pending]
+    assert [c.instance.id for c in created] == sorted(c.instance.id for c in created)
 
 
 async def test_an_instance_and_its_command_roll_back_together(db: Database) -> None:
