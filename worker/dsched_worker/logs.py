@@ -55,12 +55,10 @@ NOTE_PREFIX = "[dsched] "
 def log_path(root: Path, execution: TaskExecution) -> Path:
     """The log file of an attempt under the log root ``root`` (numbers only: see the module)."""
     day = execution.submit_time.astimezone(UTC).strftime("%Y%m%d")
-    return (
-        root
-        / day
-        / str(execution.workflow_code)
-        / str(execution.workflow_version)
-        / f"{execution.workflow_instance_id}-{execution.task_instance_id}.log"
+    # One Path made from a string: four joins cost 10 us a dispatch (pathlib, Python 3.11).
+    return Path(
+        f"{root}/{day}/{execution.workflow_code}/{execution.workflow_version}/"
+        f"{execution.workflow_instance_id}-{execution.task_instance_id}.log"
     )
 
 
@@ -177,6 +175,7 @@ class LogStore:
     def __init__(self, data_dir: Path) -> None:
         self.root = data_dir / LOGS_DIR
         self.index = self.root / INDEX_DIR
+        self._index_path = str(self.index)
         self._live: dict[int, TaskLog] = {}
 
     def path_for(self, execution: TaskExecution) -> Path:
@@ -260,12 +259,14 @@ class LogStore:
         # A new entry is made in place (a link appears whole); one that exists and is not this
         # file (an earlier version's symlink, a file since moved away) is replaced by
         # link-then-rename, so readers never see it missing.
-        link = self.index / f"{task_instance_id}.log"
+        # Strings, not Paths: the usual case is one os.link on the event loop.
+        index = self._index_path
+        link = f"{index}/{task_instance_id}.log"
         try:
             os.link(path, link)
             return
         except FileNotFoundError:
-            self.index.mkdir(parents=True, exist_ok=True)
+            os.makedirs(index, exist_ok=True)
             with contextlib.suppress(FileExistsError):
                 os.link(path, link)
                 return
@@ -273,14 +274,14 @@ class LogStore:
             pass
         if same_file(link, os.stat(path)):
             return  # the attempt's log made again: its entry is right already
-        tmp = self.index / f".{task_instance_id}.log.{os.getpid()}.tmp"
+        tmp = f"{index}/.{task_instance_id}.log.{os.getpid()}.tmp"
         with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+            os.unlink(tmp)
         os.link(path, tmp)
-        tmp.replace(link)
+        os.replace(tmp, link)
 
 
-def same_file(entry: Path, target: os.stat_result) -> bool:
+def same_file(entry: str | Path, target: os.stat_result) -> bool:
     """Whether the index entry ``entry`` leads to the file whose ``stat`` is ``target``: is a hard
     link to it, or a symlink to it (earlier versions)."""
     try:

@@ -129,9 +129,15 @@ def duration(
 
 
 def to_timestamp(value: datetime) -> timestamp_pb2.Timestamp:
-    ts = timestamp_pb2.Timestamp()
-    ts.FromDatetime(value.astimezone(UTC))
-    return ts
+    # Exact integer arithmetic, as Timestamp.FromDatetime does, at a third of its cost (4 -> 1.3
+    # us; two per task event).
+    since = value.astimezone(UTC) - _EPOCH
+    return timestamp_pb2.Timestamp(
+        seconds=since.days * 86400 + since.seconds, nanos=since.microseconds * 1000
+    )
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def to_duration(value: timedelta) -> duration_pb2.Duration:
