@@ -32,7 +32,7 @@ import contextlib
 import logging
 import re
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dsched_server.protocol.event import TaskEvent
@@ -62,16 +62,23 @@ class OutboxEntry:
     worker_epoch: int
     seq: int
     owner_address: str
+    # The event's wire bytes when known (made once by the reporter, or read from the log): the
+    # outbox record and every send of the event carry them without serializing it again.
+    event_bytes: bytes = field(default=b"", compare=False, repr=False)
 
     @property
     def name(self) -> tuple[int, int]:
         return (self.worker_epoch, self.seq)
 
+    def wire_event(self) -> bytes:
+        """The event as a serialized ``TaskEvent`` message."""
+        return self.event_bytes or event_to_bytes(self.event)
+
 
 def put_record(entry: OutboxEntry) -> bytes:
     owner = entry.owner_address.encode("ascii")
     head = _PUT + _NAME.pack(*entry.name) + _OWNER.pack(len(owner)) + owner
-    return frame(head + event_to_bytes(entry.event))
+    return frame(head + entry.wire_event())
 
 
 def done_record(name: tuple[int, int]) -> bytes:
@@ -93,10 +100,14 @@ def _parse(payload: bytes) -> tuple[tuple[int, int], OutboxEntry | None]:
         raise ValueError(str(exc)) from exc
     start += _OWNER.size
     owner = payload[start : start + size].decode("ascii")
-    event = event_from_bytes(payload[start + size :])
+    data = payload[start + size :]
+    event = event_from_bytes(data)
     if event.event_id != f"{epoch}-{seq}":
         raise ValueError(f"event id {event.event_id!r} does not match its record ({epoch}-{seq})")
-    return (epoch, seq), OutboxEntry(event=event, worker_epoch=epoch, seq=seq, owner_address=owner)
+    entry = OutboxEntry(
+        event=event, worker_epoch=epoch, seq=seq, owner_address=owner, event_bytes=data
+    )
+    return (epoch, seq), entry
 
 
 def read_log(path: Path) -> tuple[dict[tuple[int, int], OutboxEntry], bool]:

@@ -27,6 +27,7 @@ from dsched_server.protocol.ack import Ack, AckDecision
 from dsched_server.protocol.attempt import AttemptKey
 from dsched_server.protocol.event import AttemptReport, TaskEvent
 from dsched_server.protocol.execution import TaskExecution
+from dsched_server.protocol.wire.event import event_to_bytes
 from dsched_worker.clock import Clock
 from dsched_worker.outbox import Outbox, OutboxEntry
 from dsched_worker.stream import MasterStream, Pending
@@ -113,7 +114,13 @@ class Reporter:
         )
         key = execution.key
         owner = self._owners.setdefault(key, execution.owner_address)
-        entry = OutboxEntry(event=event, worker_epoch=self.epoch, seq=seq, owner_address=owner)
+        entry = OutboxEntry(
+            event=event,
+            worker_epoch=self.epoch,
+            seq=seq,
+            owner_address=owner,
+            event_bytes=event_to_bytes(event),
+        )
         try:
             await self._outbox.put(entry)
         except OSError as exc:

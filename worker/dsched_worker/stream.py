@@ -37,7 +37,7 @@ from dsched.v1 import task_event_service_pb2_grpc
 from dsched_server.protocol.ack import Ack
 from dsched_server.protocol.attempt import AttemptKey
 from dsched_server.protocol.wire.ack import acks_from_proto
-from dsched_server.protocol.wire.event import report_request
+from dsched_server.protocol.wire.event import report_request_of_bytes
 
 if TYPE_CHECKING:
     from dsched.v1 import task_event_service_pb2
@@ -227,8 +227,8 @@ class MasterStream:
             for p in batch:
                 self._inflight[p.event_id] = p
             for epoch, group in itertools.groupby(batch, key=lambda p: p.entry.worker_epoch):
-                events = [p.entry.event for p in group]
-                await call.write(report_request(self._worker_address(), epoch, events))
+                events = [p.entry.wire_event() for p in group]
+                await call.write(report_request_of_bytes(self._worker_address(), epoch, events))
 
     async def _linger(self) -> None:
         """Waits up to :data:`LINGER_S` while every queued event is non-terminal (see there)."""

@@ -17,6 +17,7 @@ from dsched_server.protocol.wire.event import (
     event_to_bytes,
     event_to_proto,
     report_request,
+    report_request_of_bytes,
 )
 from tests.unit.protocol.hostile import events, hostile
 
@@ -42,6 +43,9 @@ def test_a_report_carries_its_events_in_order(events: list[TaskEvent], epoch: in
     msg = report_request("w:1", epoch, events)
     assert (msg.worker_address, msg.worker_epoch) == ("w:1", epoch)
     assert [event_from_proto(e) for e in msg.events] == events
+    # The worker sends the bytes its outbox already holds: the same report.
+    serialized = [event_to_bytes(e) for e in events]
+    assert report_request_of_bytes("w:1", epoch, serialized) == msg
 
 
 @given(hostile(task_event_service_pb2.TaskEvent))

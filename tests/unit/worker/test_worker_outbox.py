@@ -166,3 +166,22 @@ async def test_event_files_of_the_earlier_format_move_into_the_log(tmp_path, mak
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [LOG_NAME, f"{bad}.corrupt", "README"]
     )
+
+
+async def test_an_event_is_serialized_once_and_its_bytes_are_kept(tmp_path, make_event) -> None:
+    # The reporter serializes an event once; the record and every send reuse those bytes, and a
+    # loaded entry keeps the bytes its record held.
+    plain = entry(make_event, 5, 1, out_params={"rows": "3"}, type=TaskEventType.SUCCEEDED)
+    data = event_to_bytes(plain.event)
+    made = OutboxEntry(
+        event=plain.event, worker_epoch=5, seq=1, owner_address="m1:1", event_bytes=data
+    )
+    assert made == plain and put_record(made) == put_record(plain)
+    assert plain.wire_event() == made.wire_event() == data
+    outbox = Outbox(tmp_path)
+    outbox.load()
+    await outbox.put(made)
+
+    [loaded] = Outbox(tmp_path).load()
+
+    assert loaded == plain and loaded.event_bytes == data

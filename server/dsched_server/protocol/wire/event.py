@@ -75,3 +75,16 @@ def report_request(
         worker_epoch=worker_epoch,
         events=[event_to_proto(e) for e in events],
     )
+
+
+def report_request_of_bytes(
+    worker_address: str, worker_epoch: int, events: Sequence[bytes]
+) -> task_event_service_pb2.ReportTaskEventsRequest:
+    """:func:`report_request` from events already serialized (:func:`event_to_bytes`): parsing
+    them back takes a tenth of the time converting an event takes."""
+    msg = task_event_service_pb2.ReportTaskEventsRequest(
+        worker_address=worker_address, worker_epoch=worker_epoch
+    )
+    for data in events:
+        msg.events.add().MergeFromString(data)
+    return msg
