@@ -198,13 +198,16 @@ class ProcessGroup:
         try:
             await self._watch.exited.wait()
             self.signal(signal.SIGKILL)  # leftovers: see the module docstring
-            try:
-                await asyncio.wait_for(self._watch.drained.wait(), DRAIN_TIMEOUT_S)
-            except TimeoutError:
-                log.warning(
-                    "output pipe of pid %d still open after its group was killed; abandoned",
-                    self.pid,
-                )
+            # Usually drained already (the pipe's end of file comes with the exit): then no
+            # wait_for, whose task and timer cost 18-20 us an attempt (Python 3.11).
+            if not self._watch.drained.is_set():
+                try:
+                    await asyncio.wait_for(self._watch.drained.wait(), DRAIN_TIMEOUT_S)
+                except TimeoutError:
+                    log.warning(
+                        "output pipe of pid %d still open after its group was killed; abandoned",
+                        self.pid,
+                    )
             code = self._watch.returncode
             return code if code is not None else -int(signal.SIGKILL)
         finally:

@@ -6,6 +6,7 @@ behind."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -166,3 +167,30 @@ async def test_a_process_that_never_reads_its_stdin_ends_normally(tmp_path: Path
 async def test_without_stdin_bytes_stdin_is_dev_null(tmp_path: Path) -> None:
     code, out = await _run_collecting(["readlink", "/proc/self/fd/0"], tmp_path, None)
     assert (code, out) == (0, b"/dev/null\n")
+
+
+async def test_wait_returns_all_the_output_whether_or_not_it_was_drained_at_the_exit(
+    tmp_path: Path,
+) -> None:
+    # A silent process's pipe is at end of file when its exit is seen (wait skips the drain
+    # wait); output still in the pipe then is waited for.
+    assert await _run_collecting(["true"], tmp_path, None) == (0, b"")
+    script = "head -c 300000 /dev/zero | tr '\\0' x; echo; exit 3"
+    code, out = await _run_collecting(["bash", "-c", script], tmp_path, None)
+    assert code == 3 and out == b"x" * 300000 + b"\n"
+
+
+async def test_a_descendant_that_escaped_the_group_does_not_hang_the_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # setsid leaves the group (the SIGKILL misses it) holding the pipe: abandoned after the bound.
+    monkeypatch.setattr("dsched_worker.process.DRAIN_TIMEOUT_S", 0.2)
+    pid_file = tmp_path / "escaped.pid"
+    script = f"setsid bash -c 'echo $$ > {pid_file}; exec sleep 30' & sleep 0.2; echo left"
+    try:
+        code, out = await _run_collecting(["bash", "-c", script], tmp_path, None)
+        assert (code, out) == (0, b"left\n")
+    finally:
+        if pid_file.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
