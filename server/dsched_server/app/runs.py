@@ -23,6 +23,7 @@ from dsched_server.core import transitions
 from dsched_server.core.builtin_params import RunIdentity
 from dsched_server.core.param_values import ExpandedTooLarge, expanded_params
 from dsched_server.core.records import InstanceRecord, RunOptions, RunScope, WorkflowRecord
+from dsched_server.engine.notifier import Handover
 from dsched_server.store import definitions, events
 from dsched_server.store import instances as instance_repo
 from dsched_server.store.events import NewEvent
@@ -107,8 +108,8 @@ async def _create(tx: Transaction, new: Sequence[NewRun]) -> list[Created]:
         for c in created
     ]
     await events.append(tx.conn, submitted, tx.now)
-    for c in created:
-        tx.command_added(c.instance.id)
+    for c, run in zip(created, new, strict=True):
+        tx.command_added(c.instance.id, Handover(c.command, c.instance, run.workflow))
     return created
 
 

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from dsched_server.app.context import AppContext
+from dsched_server.engine.notifier import Handover
 from dsched_server.store.database import Conn
 
 T = TypeVar("T")
@@ -24,20 +25,21 @@ T = TypeVar("T")
 class Transaction:
     conn: Conn
     now: datetime
-    _commands: list[int] = field(default_factory=list)
+    _commands: list[tuple[int, Handover | None]] = field(default_factory=list)
     _changed: list[int] = field(default_factory=list)
 
-    def command_added(self, instance_id: int) -> None:
-        """Wakes the command consumer after the commit (this master wrote the command)."""
-        self._commands.append(instance_id)
+    def command_added(self, instance_id: int, handover: Handover | None = None) -> None:
+        """Wakes the command consumer after the commit (this master wrote the command), handing
+        it ``handover`` if given (a START command with the rows written with it)."""
+        self._commands.append((instance_id, handover))
 
     def instance_changed(self, instance_id: int) -> None:
         """Wakes the instance's watchers (and a control waiting on it) after the commit."""
         self._changed.append(instance_id)
 
     def wake(self, ctx: AppContext) -> None:
-        for instance_id in self._commands:
-            ctx.notifier.notify_commands(instance_id)
+        for instance_id, handover in self._commands:
+            ctx.notifier.notify_commands(instance_id, handover)
         for instance_id in self._changed:
             ctx.notifier.notify(instance_id)
 

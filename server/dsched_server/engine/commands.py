@@ -12,6 +12,12 @@ it wrote itself (a client asked this master, which is awake: no other master nee
 command it has seen pending for longer than :data:`STEAL_AFTER_S` (masters that disagree about the
 membership for a moment must not leave a command unclaimed). Slots only spread the load; the
 claim's transaction is what makes each command start exactly one run.
+
+A START this master wrote comes with a :class:`~dsched_server.engine.notifier.Handover` (the rows
+its transaction wrote): the consumer claims it without reading the queue, the instance or the
+workflow (three statements and a read transaction of the ~28 a one-task run cost). The queue is
+read when a command came without one (a restart, a failover, a storm past the handovers' bound),
+at the periodic fallback, and after a claim that failed.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from dsched_server.core.records import (
     WorkflowRecord,
 )
 from dsched_server.engine.executor import EffectExecutor
+from dsched_server.engine.notifier import COMMANDS, LOCAL_HINTS_MAX, Handover
 from dsched_server.engine.run_state import RunState, Settings
 from dsched_server.engine.runner import InstanceRunner
 from dsched_server.engine.runners import Runners
@@ -75,44 +82,92 @@ class CommandConsumer(Background):
         self._busy = busy
         self.paused = False
         self._first_seen: dict[int, float] = {}  # command id -> loop time it was first seen
+        self._scan_at = 0.0  # loop time the next read of the queue is due at the latest
         self.executor = EffectExecutor(services)  # runs the effects of every runner it builds
 
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        notifier = self.s.notifier
+        scan = True
         while True:
-            signal = self.s.notifier.signal(0)
+            signal = notifier.signal(COMMANDS)
             claimed = 0
-            if not self.paused and not self._busy():
+            consumed = not self.paused and not self._busy()
+            if consumed:
                 try:
-                    claimed = await self.consume_once()
+                    claimed = await self.consume_once(scan=scan)
                 except Unavailable:
                     pass  # the database is away (logged once, by the store); the next scan retries
                 except Exception:
                     log.exception("command scan failed")
             if claimed < FETCH_LIMIT:
-                await self.s.notifier.wait(signal, FALLBACK_SCAN_S)
+                # Until the next scan is due, or at once if something was written meanwhile.
+                due = self._scan_at - loop.time() if consumed else FALLBACK_SCAN_S
+                await notifier.wait(signal, max(0.0, due))
             else:
                 # More to claim: the loop serves the rest first (on SQLite a claim awaits nothing,
                 # and claiming a storm's 10,000 commands in one go held the loop long enough for
-                # the worker's registry session to expire).
+                # the worker's registry session to expire). A scan that found a full page reads
+                # the queue again.
                 await asyncio.sleep(0)
+            # Commands this master handed over need no read of the queue; any other wake-up (a
+            # command written without a handover: a restart, a failover, a storm past the bound
+            # of handovers) and the periodic fallback read it.
+            scan = (
+                notifier.take_scan_wanted()
+                or loop.time() >= self._scan_at
+                or (scan and claimed >= FETCH_LIMIT)
+            )
 
-    async def consume_once(self) -> int:
-        """Claims what is pending now; returns how many claims were tried (FETCH_LIMIT: there
-        may be more to claim right away)."""
+    async def consume_once(self, *, scan: bool = True) -> int:
+        """Claims what is pending now (``scan``), then the commands handed over since; returns
+        how many claims were tried (FETCH_LIMIT: there may be more to claim right away)."""
+        tried = await self._scan() if scan else 0
+        return tried + await self._claim_handovers(FETCH_LIMIT - tried)
+
+    async def _claim_handovers(self, limit: int) -> int:
+        """Claims up to ``limit`` handed-over commands, in queue order (priority, then age)."""
+        handovers = self.s.notifier.handovers
+        if not handovers or limit <= 0:
+            return 0
+        turn = sorted(handovers.values(), key=lambda h: (h.instance.queue_rank, h.command.id))
+        tried = 0
+        for handover in turn[:limit]:
+            if self.paused:
+                break
+            del handovers[handover.instance.id]
+            if self.runners.get(handover.instance.id) is None:
+                tried += 1
+                await self._claim(handover.command, handover)
+        return tried
+
+    async def _scan(self) -> int:
+        """Reads the queue and claims what is this master's: its commands (handed over or
+        hinted), its slot's, and those pending too long; returns how many claims were tried."""
+        loop = asyncio.get_running_loop()
+        self._scan_at = loop.time() + FALLBACK_SCAN_S
         hinted = list(self.s.notifier.local_commands)
         async with self.s.db.read() as conn:
             pending = await instance_repo.pending_commands(conn, FETCH_LIMIT)
         if len(pending) < FETCH_LIMIT:  # the whole queue: hints it lacks were claimed elsewhere
             self.s.notifier.forget_hints(hinted, [c.workflow_instance_id for c in pending])
-        now = asyncio.get_running_loop().time()
+        now = loop.time()
         seen = {c.id: self._first_seen.get(c.id, now) for c in pending}
         self._first_seen = seen  # forget commands that are gone
         index, count = self._slot()
+        handovers = self.s.notifier.handovers
         tried = 0
         for command in pending:
             if self.paused:
                 break
-            local = command.workflow_instance_id in self.s.notifier.local_commands
+            # Claimed in the page's order, with the rows handed over if it was.
+            handover = handovers.pop(command.workflow_instance_id, None)
+            if handover is not None and handover.command != command:
+                handover = None  # an older command of the instance, gone: the claim reads this one
+            local = (
+                handover is not None
+                or command.workflow_instance_id in self.s.notifier.local_commands
+            )
             mine = count <= 1 or command.id % count == index
             stale = now - seen[command.id] >= STEAL_AFTER_S
             if not (local or mine or stale):
@@ -120,20 +175,22 @@ class CommandConsumer(Background):
             self.s.notifier.local_commands.discard(command.workflow_instance_id)
             if self.runners.get(command.workflow_instance_id) is None:
                 tried += 1
-                await self._claim(command)
+                await self._claim(command, handover)
         return tried
 
-    async def _claim(self, command: CommandRecord) -> None:
+    async def _claim(self, command: CommandRecord, handover: Handover | None = None) -> None:
         try:
             async with self.s.db.transaction() as conn:
-                started = await self._claim_in(conn, command)
+                started = await self._claim_in(conn, command, handover)
         except Unavailable:
             # The database is away. If the claim committed before the connection broke, the
             # instance is this epoch's with no runner: the reload finds out once it is back.
             self.s.reload(command.workflow_instance_id, {})
+            self._rescan(handover)
             return
         except Exception:  # this command's data is broken; log and go on
             log.exception("could not claim command %s", command.id)
+            self._rescan(handover)
             return
         if started is None:
             self.s.metrics.commands_lost_race += 1
@@ -142,12 +199,25 @@ class CommandConsumer(Background):
         if self.runners.get(command.workflow_instance_id) is None:  # the sweep may have been first
             self.runners.add(started)
 
-    async def _claim_in(self, conn: Conn, command: CommandRecord) -> InstanceRunner | None:
+    def _rescan(self, handover: Handover | None) -> None:
+        """A handed-over command whose claim failed is left to the reads of the queue, as a
+        command of this master (without a wake-up: the next round retries it, not this one)."""
+        if handover is not None:
+            self.s.notifier.scan_wanted = True
+            if len(self.s.notifier.local_commands) < LOCAL_HINTS_MAX:
+                self.s.notifier.local_commands.add(handover.instance.id)
+
+    async def _claim_in(
+        self, conn: Conn, command: CommandRecord, handover: Handover | None
+    ) -> InstanceRunner | None:
         now = self.s.clock.now()
-        instance = await instance_repo.get_instance(conn, command.workflow_instance_id)
-        workflow = await definitions.get_workflow_by_code(
-            conn, instance.workflow_code, instance.workflow_version
-        )
+        if handover is not None:  # the rows as written, unchanged while the command is pending
+            instance, workflow = handover.instance, handover.workflow
+        else:
+            instance = await instance_repo.get_instance(conn, command.workflow_instance_id)
+            workflow = await definitions.get_workflow_by_code(
+                conn, instance.workflow_code, instance.workflow_version
+            )
         dag = Dag(workflow.spec)
         state, values, scope = _plan(command, instance, now)
         if not await instance_repo.claim(

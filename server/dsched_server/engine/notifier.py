@@ -14,11 +14,30 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Collection
+from dataclasses import dataclass
+
+from dsched_server.core.records import CommandRecord, InstanceRecord, WorkflowRecord
 
 COMMANDS = 0  # key of the command-queue signal (instance ids start at 1)
 
 
 LOCAL_HINTS_MAX = 10_000
+# A handover holds a few KB (the instance's options, the workflow record); past this many waiting
+# to be claimed (a storm of fire times), a command is a hint again and the consumer reads it.
+HANDOVERS_MAX = 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class Handover:
+    """A START command this master committed, with the rows its transaction wrote and the
+    workflow version it read: the consumer claims it without reading them again. Until the
+    command is deleted nothing else writes its instance (a stop deletes the command with it,
+    and the workflow version is immutable), so they are still the stored ones when the claim's
+    conditional DELETE finds the command; when it does not, the claim backs off as from a scan."""
+
+    command: CommandRecord
+    instance: InstanceRecord
+    workflow: WorkflowRecord
 
 
 class Notifier:
@@ -33,6 +52,12 @@ class Notifier:
         # consumer claims them whatever their slot, because this master is awake and the client
         # already chose it. Bounded: a lost hint only means the slot owner claims the command.
         self.local_commands: set[int] = set()
+        # Such commands with what their transaction wrote, by instance id, oldest first; the
+        # consumer claims them without reading the queue. Bounded like the hints.
+        self.handovers: dict[int, Handover] = {}
+        # A command was written without a handover (or one could not be claimed): the consumer's
+        # next round reads the queue, not only the handovers.
+        self.scan_wanted = False
 
     def __len__(self) -> int:
         """Instances some waiter holds a signal of (the command consumer's is not one)."""
@@ -63,11 +88,23 @@ class Notifier:
         if event is not None:
             event.set()
 
-    def notify_commands(self, instance_id: int | None = None) -> None:
-        """Wakes the command consumer; ``instance_id`` names a command written by this master."""
-        if instance_id is not None and len(self.local_commands) < LOCAL_HINTS_MAX:
-            self.local_commands.add(instance_id)
+    def notify_commands(
+        self, instance_id: int | None = None, handover: Handover | None = None
+    ) -> None:
+        """Wakes the command consumer; ``instance_id`` names a command written by this master,
+        ``handover`` (of that instance) what it needs to claim it without reading the queue."""
+        if handover is not None and len(self.handovers) < HANDOVERS_MAX:
+            self.handovers[handover.instance.id] = handover
+        else:
+            self.scan_wanted = True
+            if instance_id is not None and len(self.local_commands) < LOCAL_HINTS_MAX:
+                self.local_commands.add(instance_id)
         self.notify(COMMANDS)
+
+    def take_scan_wanted(self) -> bool:
+        """Whether a command was written that only a read of the queue finds; resets it."""
+        wanted, self.scan_wanted = self.scan_wanted, False
+        return wanted
 
     def forget_hints(self, hinted: Collection[int], pending: Collection[int]) -> None:
         """Drops the hints in ``hinted`` (taken before a read of the whole command queue) whose

@@ -41,6 +41,7 @@ def held(c: Cluster) -> dict[str, int]:
     return {
         "notifier signals": len(master.notifier),
         "notifier local command hints": len(master.notifier.local_commands),
+        "notifier command handovers": len(master.notifier.handovers),
         "runners": len(master.runners),
         "pending reloads": len(master.reloads._pending),
         "reload pins": len(master.reloads._pins),

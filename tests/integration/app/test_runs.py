@@ -62,7 +62,10 @@ async def test_start_writes_the_instance_its_command_and_event_then_wakes_the_co
     (event,) = await read(app, lambda c: events.after(c, instance.id, 0))
     assert (event.workflow_state, event.message) == (W.SUBMITTED, "submitted")
     assert woken.is_set()
-    assert instance.id in app.notifier.local_commands  # this master claims it whatever its slot
+    # This master claims it whatever its slot, without reading back what was just written.
+    handover = app.notifier.handovers[instance.id]
+    assert (handover.instance, handover.command) == (instance, command)
+    assert (handover.workflow.id, handover.workflow.version) == (instance.workflow_code, 1)
 
 
 async def test_nothing_is_stored_or_woken_when_the_callers_transaction_fails(
@@ -81,7 +84,7 @@ async def test_nothing_is_stored_or_woken_when_the_callers_transaction_fails(
     assert await count_instances(app) == 0
     assert await read(app, lambda c: instances.pending_commands(c, 10)) == []
     assert not woken.is_set()
-    assert not app.notifier.local_commands
+    assert not app.notifier.local_commands and not app.notifier.handovers
 
 
 async def test_start_of_an_offline_workflow_is_refused(app: AppContext) -> None:
