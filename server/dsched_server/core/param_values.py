@@ -125,7 +125,10 @@ def expanded_params(
     :data:`~dsched.spec.MAX_PARAM_VALUE_BYTES`, each level against
     :data:`~dsched.spec.MAX_PARAMS_BYTES` (the OUT values of the var pool have limits of their
     own)."""
-    builtins = builtin_params(schedule_time, zone, identity)
+    # Only a value with a template reads them (see expand_value), and most runs have none: the
+    # date built-ins cost a time expression each, at every start and every dispatch.
+    templated = any("$" in v for params in levels.values() for v in params.values())
+    builtins = builtin_params(schedule_time, zone, identity) if templated else {}
     expanded: dict[str, dict[str, str]] = {}
     for level, params in levels.items():
         values = expand_params(params, schedule_time=schedule_time, zone=zone, builtins=builtins)

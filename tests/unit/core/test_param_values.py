@@ -201,3 +201,12 @@ def test_values_that_outgrow_the_limits_once_expanded_are_refused_with_their_lev
     # Within the limits: the levels merged as task_params merges them.
     merged = _expanded({"global": {"A": "$[yyyy]"}, "local": {"A": "x"}, "startup": empty})
     assert merged["A"] == "x"
+
+
+def test_expanded_params_fill_in_builtins_in_any_level_and_keep_plain_values() -> None:
+    empty: dict[str, str] = {}
+    plain = {"global": {"A": "a"}, "local": {"B": "b"}, "startup": empty}
+    assert _expanded(plain) == {"A": "a", "B": "b"}
+    assert _expanded({"global": empty, "local": empty, "startup": empty}) == {}
+    templated = {**plain, "startup": {"C": "${system.biz.date}/${system.task.instance.id}"}}
+    assert _expanded(templated) == {"A": "a", "B": "b", "C": "20240310/7"}
