@@ -55,13 +55,14 @@ async def once(
     """
     request_id: str = getattr(request, "request_id")  # noqa: B009 - every caller's has one
     key = fingerprint(request) if request_id else ""
-    if request_id:
-        async with ctx.db.read() as conn:
-            stored = await requests.recall(conn, request_id, method, key)
-        if stored is not None:
-            return response_type.FromString(stored)
 
     async def work_and_remember(tx: Transaction) -> M:
+        if request_id:
+            # Read in the call's own transaction, not in one before it (a transaction less per
+            # call); a repeat writes nothing and commits an empty transaction.
+            stored = await requests.recall(tx.conn, request_id, method, key)
+            if stored is not None:
+                return response_type.FromString(stored)
         response = await work(tx)
         if request_id:
             await requests.remember(
