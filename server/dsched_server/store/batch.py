@@ -88,9 +88,15 @@ async def commit(db: Database, w: BatchWrites) -> list[int]:
         return await apply(conn, w)
 
 
-async def apply(conn: Conn, w: BatchWrites) -> list[int]:
+async def apply(
+    conn: Conn,
+    w: BatchWrites,
+    events: list[tuple[Sequence[NewEvent], datetime]] | None = None,
+) -> list[int]:
     """Applies ``w`` in the caller's transaction, starting with the fence (see :func:`commit`;
-    the caller rolls back what it applied when this raises)."""
+    the caller rolls back what it applied when this raises). Given ``events``, the batch's events
+    are added to it for the caller to append with those of the other batches of its transaction
+    (:func:`dsched_server.store.events.append_written`), after them all."""
     await instance_repo.fence(conn, w.instance_id, w.epoch)
     if w.controls_seen is not None:
         await _check_controls(conn, w)
@@ -106,7 +112,11 @@ async def apply(conn: Conn, w: BatchWrites) -> list[int]:
     await _write_instance(conn, w)
     await _write_controls(conn, w)
     ending = await _finish(conn, w, w.end_event) if w.end_event is not None else []
-    await event_log.append(conn, [*_resolved(w.events, ids), *ending], w.now)
+    written = [*_resolved(w.events, ids), *ending]
+    if events is None:
+        await event_log.append(conn, written, w.now)
+    else:
+        events.append((written, w.now))
     return ids
 
 

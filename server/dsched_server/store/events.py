@@ -33,24 +33,28 @@ class NewEvent:
 
 async def append(conn: Conn, events: Sequence[NewEvent], now: datetime) -> None:
     """Appends events in the caller's transaction (so they commit with the change they describe)."""
-    if not events:
-        return
-    await conn.execute(
-        _APPEND,
-        [
-            {
-                "workflow_instance_id": e.workflow_instance_id,
-                "task_instance_id": e.task_instance_id,
-                "task_name": e.task_name,
-                "workflow_state": e.workflow_state.value if e.workflow_state else None,
-                "task_state": e.task_state.value if e.task_state else None,
-                "kind": e.kind.value,
-                "message": e.message[:1024],
-                "create_time": now,
-            }
-            for e in events
-        ],
-    )
+    await append_written(conn, [(events, now)])
+
+
+async def append_written(conn: Conn, groups: Sequence[tuple[Sequence[NewEvent], datetime]]) -> None:
+    """:func:`append` for several writes of one transaction (each its events and its time), in
+    one statement: the sequence numbers follow the order of ``groups``."""
+    rows = [_row(e, now) for events, now in groups for e in events]
+    if rows:
+        await conn.execute(_APPEND, rows)
+
+
+def _row(e: NewEvent, now: datetime) -> dict[str, Any]:
+    return {
+        "workflow_instance_id": e.workflow_instance_id,
+        "task_instance_id": e.task_instance_id,
+        "task_name": e.task_name,
+        "workflow_state": e.workflow_state.value if e.workflow_state else None,
+        "task_state": e.task_state.value if e.task_state else None,
+        "kind": e.kind.value,
+        "message": e.message[:1024],
+        "create_time": now,
+    }
 
 
 async def after(conn: Conn, instance_id: int, sequence: int, limit: int = 500) -> list[EventRecord]:

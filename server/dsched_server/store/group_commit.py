@@ -22,11 +22,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
+from datetime import datetime
 
 from dsched.errors import Unavailable
 from dsched_server.store import batch as batch_store
+from dsched_server.store import events as event_log
 from dsched_server.store.batch import BatchWrites
 from dsched_server.store.database import Database
+from dsched_server.store.events import NewEvent
 
 log = logging.getLogger(__name__)
 
@@ -92,12 +96,16 @@ class GroupCommit:
         try:
             async with self._db.transaction() as conn:
                 results = []
+                # One INSERT for the events of every batch, after them all (each batch's fence
+                # and writes still come first, in instance order).
+                events: list[tuple[Sequence[NewEvent], datetime]] = []
                 for i, (w, _) in enumerate(live):
                     try:
-                        results.append(await batch_store.apply(conn, w))
+                        results.append(await batch_store.apply(conn, w, events))
                     except Exception as exc:
                         refused = (i, exc)
                         raise
+                await event_log.append_written(conn, events)
         except Unavailable as exc:  # the outcome is unknown: as each runner would have alone
             for _, future in live:
                 _settle(future, exc)

@@ -10,9 +10,11 @@ import pytest
 
 from dsched.errors import IllegalTransition, OwnershipLost
 from dsched.states import WorkflowState
-from dsched_server.store import guard, instances, task_instances
+from dsched_server.core.records import EventRecord
+from dsched_server.store import events, guard, instances, task_instances
 from dsched_server.store.batch import BatchWrites
-from dsched_server.store.database import Database
+from dsched_server.store.database import Conn, Database
+from dsched_server.store.events import NewEvent
 from dsched_server.store.group_commit import GroupCommit
 from tests.integration.store.conftest import (
     at,
@@ -94,6 +96,44 @@ async def test_an_illegal_batch_is_refused_once_and_the_others_commit(db: Databa
     assert outcomes[0] == await _attempts(db, good)
     assert await _attempts(db, bad) == []
     assert (await read(db, lambda c: instances.get_instance(c, bad))).state is W.RUNNING
+
+
+async def test_the_events_of_a_group_commit_with_their_batch(db: Database) -> None:
+    """Each batch's events, appended in one statement after every batch of the group, keep their
+    batch's time, their order and the ids of the attempts the batch created; a refused batch's
+    are not stored."""
+    first, stale, last = await _instances(db, 3)
+    batches = {
+        first: _start_a(first),
+        stale: _start_a(stale, epoch=EPOCH - 1),
+        last: _start_a(last),
+    }
+    for n, (instance_id, w) in enumerate(batches.items()):
+        w.now = at(10 + n)
+        w.events += [
+            NewEvent(workflow_instance_id=instance_id, task_instance_id=-1, message="created"),
+            NewEvent(workflow_instance_id=instance_id, message=f"then {n}"),
+        ]
+    commits = GroupCommit(db)
+    outcomes = await asyncio.gather(
+        *(commits.commit(w) for w in reversed(batches.values())), return_exceptions=True
+    )
+    assert isinstance(outcomes[1], OwnershipLost)
+    assert (commits.groups, commits.grouped) == (1, 2)
+
+    async def logs(conn: Conn) -> dict[int, list[EventRecord]]:
+        return {i: await events.after(conn, i, 0) for i in batches}
+
+    stored = await read(db, logs)
+    assert stored[stale] == []
+    for n, instance_id in ((0, first), (2, last)):
+        (attempt,) = await _attempts(db, instance_id)
+        assert [(e.message, e.task_instance_id, e.create_time) for e in stored[instance_id]] == [
+            ("created", attempt, at(10 + n)),
+            (f"then {n}", 0, at(10 + n)),
+        ]
+    # In instance order, as the batches were applied.
+    assert [e.sequence for e in stored[first]] < [e.sequence for e in stored[last]]
 
 
 async def test_a_caller_that_goes_away_strands_no_one(db: Database) -> None:
