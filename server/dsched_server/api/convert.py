@@ -4,7 +4,7 @@ the SDK, and by :mod:`dsched_server.api.validation`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 
 from google.protobuf import timestamp_pb2
 
@@ -32,11 +32,18 @@ from dsched_server.core.records import (
 
 
 def timestamp(value: datetime | None) -> timestamp_pb2.Timestamp | None:
+    """What ``Timestamp.FromDatetime`` gives (a naive value is UTC), by exact integer arithmetic
+    at a quarter of its cost: every instance, attempt and event an answer or a watch frame
+    carries has a few (see also protocol.wire.checks.to_timestamp)."""
     if value is None:
         return None
-    stamp = timestamp_pb2.Timestamp()
-    stamp.FromDatetime(value)
-    return stamp
+    since = (value if value.tzinfo is not None else value.replace(tzinfo=UTC)) - _EPOCH
+    return timestamp_pb2.Timestamp(
+        seconds=since.days * 86400 + since.seconds, nanos=since.microseconds * 1000
+    )
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def project(r: ProjectRecord) -> resources_pb2.Project:
