@@ -468,9 +468,8 @@ async def claim(
     )
     if gone.rowcount != 1:
         return False
-    sources = tuple(s for s in WorkflowState if guard.workflow_sources([s], [state])[0])
     stamped = await conn.execute(
-        _set_state(sources, state, False, ("host", "epoch", *sorted(values))),
+        _set_state(_claimable(state), state, False, ("host", "epoch", *sorted(values))),
         {"_id": command.workflow_instance_id, "v_host": host, "v_epoch": epoch}
         | {f"v_{k}": v for k, v in values.items()},
     )
@@ -483,6 +482,12 @@ async def claim(
             )
         guard.refuse_workflow(command.workflow_instance_id, current, [state])
     return True
+
+
+@functools.cache
+def _claimable(state: WorkflowState) -> tuple[WorkflowState, ...]:
+    """The states a claim may move to ``state`` from (the transition table is constant)."""
+    return tuple(s for s in WorkflowState if guard.workflow_sources([s], [state])[0])
 
 
 # Built once: every fenced batch of every runner executes it (see task_instances._transition).

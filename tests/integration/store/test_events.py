@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from dsched.states import InstanceEventKind, TaskState, WorkflowState
@@ -176,3 +178,23 @@ async def test_appending_nothing_writes_nothing(db: Database) -> None:
     first, _ = await _two_instances(db)
     await write(db, lambda c: events.append(c, [], NOW))
     assert await read(db, lambda c: events.last_sequence(c, first)) == 0
+
+
+async def test_a_read_on_sqlite_sees_one_snapshot(tmp_path: Path) -> None:
+    """What a watch's read relies on to read an ended instance's events once (app/watches.py):
+    on SQLite, events committed while a read is under way are not seen by its later statements
+    (PostgreSQL's statements each see what is committed when they start)."""
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'meta.db'}")
+    await db.start()
+    try:
+        first, _ = await _two_instances(db)
+        await _append(db, first, "one")
+        async with db.read() as conn:
+            before = await events.after(conn, first, 0)
+            await _append(db, first, "two")  # committed meanwhile, on another connection
+            assert await events.after(conn, first, 0) == before
+            assert await instances.current_state(conn, first) is WorkflowState.SUBMITTED
+        after = await read(db, lambda c: events.after(c, first, 0))
+        assert [e.message for e in after] == ["one", "two"]
+    finally:
+        await db.stop()
