@@ -33,12 +33,14 @@ class Backoff:
 
     def delays(self, rng: random.Random | None = None) -> Iterator[float]:
         """Yields the successive delays in seconds; stops at the deadline or attempt limit."""
-        pick = rng or random.Random()
+        # The module's generator unless one is given: seeding a new one reads the OS's entropy
+        # (11 us), and the servers start a retry loop per dispatch batch.
+        draw = rng.random if rng is not None else random.random
         base = min(self.initial, self.maximum)
         total = 0.0
         count = 0
         while self.attempts is None or count < self.attempts:
-            delay = base * (1 + self.jitter * (2 * pick.random() - 1))
+            delay = base * (1 + self.jitter * (2 * draw() - 1))
             last = False
             if self.deadline is not None:
                 if total >= self.deadline:
