@@ -61,6 +61,10 @@ log = logging.getLogger(__name__)
 FETCH_LIMIT = 50
 FALLBACK_SCAN_S = 5.0
 STEAL_AFTER_S = 2 * FALLBACK_SCAN_S
+# A wake-up this long after the last read of the queue reads it again, even when the wake-up only
+# brought handovers: a master busy with its own starts still sees within this delay the commands
+# other masters wrote for its slot (a failover's), as it did when every wake-up read the queue.
+WAKE_SCAN_S = 0.5
 
 
 class CommandConsumer(Background):
@@ -94,6 +98,10 @@ class CommandConsumer(Background):
             claimed = 0
             consumed = not self.paused and not self._busy()
             if consumed:
+                notifier.handovers_open = True
+            else:
+                notifier.close_handovers()
+            if consumed:
                 try:
                     claimed = await self.consume_once(scan=scan)
                 except Unavailable:
@@ -115,7 +123,7 @@ class CommandConsumer(Background):
             # of handovers) and the periodic fallback read it.
             scan = (
                 notifier.take_scan_wanted()
-                or loop.time() >= self._scan_at
+                or loop.time() >= self._scan_at - FALLBACK_SCAN_S + WAKE_SCAN_S
                 or (scan and claimed >= FETCH_LIMIT)
             )
 
@@ -147,10 +155,12 @@ class CommandConsumer(Background):
         loop = asyncio.get_running_loop()
         self._scan_at = loop.time() + FALLBACK_SCAN_S
         hinted = list(self.s.notifier.local_commands)
+        handed = list(self.s.notifier.handovers)
         async with self.s.db.read() as conn:
             pending = await instance_repo.pending_commands(conn, FETCH_LIMIT)
         if len(pending) < FETCH_LIMIT:  # the whole queue: hints it lacks were claimed elsewhere
-            self.s.notifier.forget_hints(hinted, [c.workflow_instance_id for c in pending])
+            found = [c.workflow_instance_id for c in pending]
+            self.s.notifier.forget_hints(hinted, found, handed)
         now = loop.time()
         seen = {c.id: self._first_seen.get(c.id, now) for c in pending}
         self._first_seen = seen  # forget commands that are gone

@@ -58,6 +58,10 @@ class Notifier:
         # A command was written without a handover (or one could not be claimed): the consumer's
         # next round reads the queue, not only the handovers.
         self.scan_wanted = False
+        # Whether the consumer claims handovers now. While it does not (paused, busy), a command
+        # is a hint: a handover would only hold its rows in memory until another master claimed
+        # it, and then cost a claim that fails.
+        self.handovers_open = True
 
     def __len__(self) -> int:
         """Instances some waiter holds a signal of (the command consumer's is not one)."""
@@ -93,7 +97,7 @@ class Notifier:
     ) -> None:
         """Wakes the command consumer; ``instance_id`` names a command written by this master,
         ``handover`` (of that instance) what it needs to claim it without reading the queue."""
-        if handover is not None and len(self.handovers) < HANDOVERS_MAX:
+        if handover is not None and self.handovers_open and len(self.handovers) < HANDOVERS_MAX:
             self.handovers[handover.instance.id] = handover
         else:
             self.scan_wanted = True
@@ -106,12 +110,30 @@ class Notifier:
         wanted, self.scan_wanted = self.scan_wanted, False
         return wanted
 
-    def forget_hints(self, hinted: Collection[int], pending: Collection[int]) -> None:
-        """Drops the hints in ``hinted`` (taken before a read of the whole command queue) whose
-        command that read did not find: another master claimed it. A hint is added after its
-        command commits, so one taken before the read names a command the read would have seen;
-        kept, such hints would fill the set up to its bound and then stop every new one."""
-        self.local_commands.difference_update(set(hinted) - set(pending))
+    def close_handovers(self) -> None:
+        """The consumer stops claiming (paused, busy): the commands handed over become hints, and
+        new ones are hints until it claims again (``handovers_open``)."""
+        self.handovers_open = False
+        if not self.handovers:
+            return
+        room = max(0, LOCAL_HINTS_MAX - len(self.local_commands))
+        self.local_commands.update(list(self.handovers)[:room])
+        self.handovers.clear()
+        self.scan_wanted = True
+
+    def forget_hints(
+        self, hinted: Collection[int], pending: Collection[int], handed: Collection[int] = ()
+    ) -> None:
+        """Drops the hints in ``hinted`` and the handovers in ``handed`` (both taken before a
+        read of the whole command queue) whose command that read did not find: another master
+        claimed it (or a stop deleted it). Both are added after their command commits, so one
+        taken before the read names a command the read would have seen; kept, such hints would
+        fill the set up to its bound and then stop every new one, and such handovers would each
+        cost a claim bound to fail."""
+        found = set(pending)
+        self.local_commands.difference_update(set(hinted) - found)
+        for instance_id in set(handed) - found:
+            self.handovers.pop(instance_id, None)
 
     async def wait(self, event: asyncio.Event, timeout: float) -> bool:
         """Waits for ``event`` up to ``timeout`` seconds; True if it fired."""

@@ -120,3 +120,50 @@ async def test_a_scan_claims_a_handed_over_command_with_its_handover(engine: Eng
     assert engine.services.metrics.commands_claimed == 1
     assert engine.runners.get(instance_id) is not None
     assert not engine.services.notifier.handovers
+
+
+async def test_a_whole_queue_read_drops_handovers_of_commands_claimed_elsewhere(
+    engine: Engine,
+) -> None:
+    """A handover whose command a read of the whole queue no longer finds costs no claim."""
+    await engine.workers.add()
+    await engine.consumer.stop()
+    instance_id = await engine.start_run(workflow(task("a")))
+    handover = engine.services.notifier.handovers[instance_id]
+    async with engine.db.transaction() as conn:  # another master's claim, committed first
+        assert await instance_repo.claim(
+            conn,
+            handover.command,
+            host="127.0.0.1:9999",
+            epoch=engine.epoch + 100,
+            state=WorkflowState.RUNNING,
+            values={},
+        )
+
+    assert await engine.consumer.consume_once(scan=True) == 0
+
+    assert not engine.services.notifier.handovers
+    metrics = engine.services.metrics
+    assert (metrics.commands_claimed, metrics.commands_lost_race) == (0, 0)
+    assert engine.runners.get(instance_id) is None
+
+
+async def test_a_consumer_that_stops_claiming_holds_hints_not_handovers(engine: Engine) -> None:
+    """Paused or busy, the consumer turns what was handed over into hints, and new commands come
+    as hints until it claims again: nothing holds their rows meanwhile."""
+    await engine.workers.add()
+    await engine.consumer.stop()
+    notifier = engine.services.notifier
+    first = await engine.start_run(workflow(task("a")))
+    assert first in notifier.handovers
+
+    notifier.close_handovers()
+    second = await engine.start_run(workflow(task("a")))
+
+    assert not notifier.handovers
+    assert {first, second} <= notifier.local_commands
+    assert notifier.take_scan_wanted()
+    notifier.handovers_open = True  # claiming again: the queue's read finds both
+    assert await engine.consumer.consume_once(scan=True) == 2
+    assert engine.runners.get(first) is not None and engine.runners.get(second) is not None
+    assert not notifier.local_commands
