@@ -42,7 +42,7 @@ from dsched_server.core.records import (
     WorkflowRecord,
 )
 from dsched_server.engine.executor import EffectExecutor
-from dsched_server.engine.notifier import COMMANDS, LOCAL_HINTS_MAX, Handover
+from dsched_server.engine.notifier import COMMANDS, Handover
 from dsched_server.engine.run_state import RunState, Settings
 from dsched_server.engine.runner import InstanceRunner
 from dsched_server.engine.runners import Runners
@@ -97,11 +97,10 @@ class CommandConsumer(Background):
             signal = notifier.signal(COMMANDS)
             claimed = 0
             consumed = not self.paused and not self._busy()
-            if consumed:
-                notifier.handovers_open = True
-            else:
+            if not consumed:
                 notifier.close_handovers()
-            if consumed:
+            else:
+                notifier.handovers_open = True
                 try:
                     claimed = await self.consume_once(scan=scan)
                 except Unavailable:
@@ -213,9 +212,7 @@ class CommandConsumer(Background):
         """A handed-over command whose claim failed is left to the reads of the queue, as a
         command of this master (without a wake-up: the next round retries it, not this one)."""
         if handover is not None:
-            self.s.notifier.scan_wanted = True
-            if len(self.s.notifier.local_commands) < LOCAL_HINTS_MAX:
-                self.s.notifier.local_commands.add(handover.instance.id)
+            self.s.notifier.hint(handover.instance.id)
 
     async def _claim_in(
         self, conn: Conn, command: CommandRecord, handover: Handover | None

@@ -100,10 +100,17 @@ class Notifier:
         if handover is not None and self.handovers_open and len(self.handovers) < HANDOVERS_MAX:
             self.handovers[handover.instance.id] = handover
         else:
-            self.scan_wanted = True
+            self.hint(instance_id)
+        self.notify(COMMANDS)
+
+    def hint(self, *instance_ids: int | None) -> None:
+        """The next round of the consumer reads the queue, and claims these instances' commands
+        (this master's) whatever their slot; a hint past the bound is dropped (see
+        ``local_commands``). Wakes nobody."""
+        self.scan_wanted = True
+        for instance_id in instance_ids:
             if instance_id is not None and len(self.local_commands) < LOCAL_HINTS_MAX:
                 self.local_commands.add(instance_id)
-        self.notify(COMMANDS)
 
     def take_scan_wanted(self) -> bool:
         """Whether a command was written that only a read of the queue finds; resets it."""
@@ -116,10 +123,8 @@ class Notifier:
         self.handovers_open = False
         if not self.handovers:
             return
-        room = max(0, LOCAL_HINTS_MAX - len(self.local_commands))
-        self.local_commands.update(list(self.handovers)[:room])
+        self.hint(*self.handovers)
         self.handovers.clear()
-        self.scan_wanted = True
 
     def forget_hints(
         self, hinted: Collection[int], pending: Collection[int], handed: Collection[int] = ()
