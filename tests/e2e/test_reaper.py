@@ -44,4 +44,11 @@ def test_sigkill_of_the_server_kills_its_task_groups_without_a_restart(tmp_path:
     print(f"\ntask group gone {time.monotonic() - killed_at:.2f}s after the SIGKILL")
     assert_all_gone([reaper_pid], timeout=3)
     assert not psutil.pid_exists(reaper_pid) or psutil.Process(reaper_pid).status() == "zombie"
-    assert f"killed task process groups left by a dead worker: [{leader}]" in server.output()
+    # Two killers race, both legitimate: the reaper (its worker process died with the server) and
+    # the worker itself, whose registry session died with the server's embedded registry and
+    # which SIGKILLs its tasks when it fences (then the reaper finds the group forgotten).
+    # Either way the group went at once (above); the log says which one did it.
+    output = server.output()
+    by_reaper = f"killed task process groups left by a dead worker: [{leader}]" in output
+    by_fence = "registry session lost (epoch 1): fencing this worker" in output
+    assert by_reaper or by_fence, output
