@@ -37,9 +37,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import stat
+import threading
+from collections.abc import Callable
 from datetime import UTC
 from pathlib import Path
 
@@ -80,20 +83,68 @@ class TaskLog:
     """The writable, followable log of one live attempt. ``open`` before appending; ``finish`` once.
 
     ``size`` counts the bytes in the file; ``finished`` turns true after the last byte is written.
+
+    A log registered by :meth:`LogStore.defer` has no file yet: :meth:`make` writes its header and
+    links it into the index, from any thread (the spawning thread does it right before it starts
+    the attempt's process: the inode allocation is the costliest file system call a dispatch makes,
+    and it then runs beside the event loop instead of on it). Whatever touches the file on the loop
+    first (a note, a reader, the end) makes it there instead.
     """
 
-    def __init__(self, path: Path, *, fd: int | None = None, size: int | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        fd: int | None = None,
+        size: int | None = None,
+        pending: bytes | None = None,
+        maker: Callable[[bytes], tuple[int, int]] | None = None,
+    ) -> None:
         """``fd``: the file already open for appending (the log owns it from here); ``size``:
-        the file's size, if known (else it is looked up)."""
+        the file's size, if known (else it is looked up). ``pending``: the header of a file not
+        made yet, which ``maker`` makes (returning its descriptor and size)."""
         self.path = path
         self.dropped_bytes = 0
         self._file: int | None = fd
-        if size is None:
+        self._pending = pending
+        self._maker = maker
+        self._making = threading.Lock()
+        self._keep_open = False  # open() came before the file was made: make() keeps it open
+        if pending is not None:
+            size = 0
+        elif size is None:
             size = path.stat().st_size if path.exists() else 0
         self._size = size
         self._finished = False
         self._line_open = False  # the last byte written was not a newline
         self._changed = asyncio.Event()
+
+    @property
+    def made(self) -> bool:
+        """Whether the file exists (or its making was not deferred)."""
+        return self._pending is None
+
+    def make(self) -> None:
+        """Makes a deferred file (see the class) if it is not made yet; kept open if :meth:`open`
+        came first. Any thread; raises OSError (then it stays deferred). Followers are woken by
+        the next append on the loop."""
+        if self._pending is None:
+            return
+        with self._making:
+            self._make_locked()
+
+    def _make_locked(self) -> None:
+        pending = self._pending
+        if pending is None:
+            return  # made meanwhile by another thread
+        assert self._maker is not None
+        fd, size = self._maker(pending)
+        if self._keep_open:
+            self._file = fd
+        else:
+            os.close(fd)
+        self._size = size
+        self._pending = None  # last: a reader that sees None sees the file and size too
 
     @property
     def size(self) -> int:
@@ -104,7 +155,11 @@ class TaskLog:
         return self._finished
 
     def open(self) -> None:
-        """Opens the file for appending (idempotent); a failure is logged, not raised."""
+        """Opens the file for appending (idempotent); a failure is logged, not raised. A deferred
+        file is kept open once it is made."""
+        self._keep_open = True
+        if self._pending is not None:
+            return
         if self._file is None and not self._finished:
             try:
                 self._file = os.open(
@@ -118,9 +173,11 @@ class TaskLog:
         file is opened for this one write; after :meth:`finish` nothing is written."""
         if not data or self._finished:
             return
-        fd = self._file
         written = 0
+        fd = None
         try:
+            self.make()
+            fd = self._file
             if fd is None:
                 fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC)
             while written < len(data):  # short writes happen on nearly full disks
@@ -144,6 +201,11 @@ class TaskLog:
 
     def finish(self) -> None:
         """Closes the file; followers see the end of the log. Idempotent."""
+        if self._pending is not None:  # nothing was written: the header alone still makes a log
+            try:
+                self.make()
+            except OSError as exc:
+                log.error("cannot create task log %s: %s", self.path, exc)
         if self._file is not None:
             with contextlib.suppress(OSError):
                 os.close(self._file)
@@ -177,6 +239,9 @@ class LogStore:
         self.index = self.root / INDEX_DIR
         self._index_path = str(self.index)
         self._live: dict[int, TaskLog] = {}
+        # Why the last attempt to make a log file failed (None: the last one worked): the runner
+        # then makes each new attempt's file before it accepts the attempt (see Runner.submit).
+        self.failure: str | None = None
 
     def path_for(self, execution: TaskExecution) -> Path:
         return log_path(self.root, execution)
@@ -186,12 +251,49 @@ class LogStore:
     ) -> TaskLog:
         """Creates (or reopens) the attempt's file with ``header`` lines, links it into the index
         and registers it as live. ``keep_open``: the attempt starts now, so the descriptor that
-        wrote the header stays open for its output (a queued attempt holds none until it
-        starts). Raises OSError if the file or the link cannot be made.
+        wrote the header stays open for its output. Raises OSError if the file or the link cannot
+        be made. :meth:`defer` is the same without the file system work on the caller's thread."""
+        path = self.path_for(execution)
+        fd, size = self._make(path, execution.task_instance_id, _header_bytes(header))
+        if not keep_open:
+            os.close(fd)
+        task_log = TaskLog(path, fd=fd if keep_open else None, size=size)
+        self._live[execution.task_instance_id] = task_log
+        return task_log
+
+    def defer(self, execution: TaskExecution, header: list[str]) -> TaskLog:
+        """Registers the attempt's live log with ``header`` lines and no file yet: the file is
+        made by :meth:`TaskLog.make` (see :class:`TaskLog`), with what :meth:`create` does."""
+        path = self.path_for(execution)
+        tid = execution.task_instance_id
+        task_log = TaskLog(
+            path, pending=_header_bytes(header), maker=functools.partial(self._make, path, tid)
+        )
+        self._live[tid] = task_log
+        return task_log
+
+    def _make(self, path: Path, task_instance_id: int, data: bytes) -> tuple[int, int]:
+        """Creates (or reopens) ``path``, appends ``data`` and links it into the index; returns
+        the open descriptor and the file's size. Any thread. Records in :attr:`failure` why it
+        failed, or None once it works again.
 
         The hot path of a fan-out: the usual case is one ``open``, one ``write`` and one
-        ``symlink``; directories are made only when that fails for want of them."""
-        path = self.path_for(execution)
+        ``link``; directories are made only when that fails for want of them."""
+        try:
+            fd, size = self._write_new(path, data)
+            try:
+                self._link(task_instance_id, path)
+            except BaseException:
+                os.close(fd)
+                raise
+        except OSError as exc:
+            self.failure = str(exc)
+            raise
+        self.failure = None
+        return fd, size
+
+    @staticmethod
+    def _write_new(path: Path, data: bytes) -> tuple[int, int]:
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
         try:
             fd = os.open(path, flags, 0o644)
@@ -199,20 +301,13 @@ class LogStore:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, flags, 0o644)
         try:
-            data = "".join(f"{NOTE_PREFIX}{line}\n" for line in header).encode()
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            size = os.lseek(fd, 0, os.SEEK_END)
-            self._link(execution.task_instance_id, path)
+            return fd, os.lseek(fd, 0, os.SEEK_END)
         except BaseException:
             os.close(fd)
             raise
-        if not keep_open:
-            os.close(fd)
-        task_log = TaskLog(path, fd=fd if keep_open else None, size=size)
-        self._live[execution.task_instance_id] = task_log
-        return task_log
 
     def release(self, task_instance_id: int) -> None:
         """Forgets a finished log; readers then find it complete through the index."""
@@ -223,6 +318,12 @@ class LogStore:
 
     def open_for_read(self, task_instance_id: int) -> int | None:
         """Returns a read-only descriptor of the attempt's log, or None if there is none."""
+        live = self._live.get(task_instance_id)
+        if live is not None and not live.made:  # a reader comes first: the header is there
+            try:
+                live.make()
+            except OSError as exc:
+                log.error("cannot create task log %s: %s", live.path, exc)
         path = self.resolve(task_instance_id)
         if path is None:
             return None
@@ -279,6 +380,10 @@ class LogStore:
             os.unlink(tmp)
         os.link(path, tmp)
         os.replace(tmp, link)
+
+
+def _header_bytes(header: list[str]) -> bytes:
+    return "".join(f"{NOTE_PREFIX}{line}\n" for line in header).encode()
 
 
 def same_file(entry: str | Path, target: os.stat_result) -> bool:

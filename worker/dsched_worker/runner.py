@@ -150,14 +150,21 @@ class Runner:
         queued = self.full
         if queued:  # said in the header's write, not by opening the file again for a note
             header.append(f"waiting for a free slot ({self.slots} in use)")
-        try:
-            # An attempt that starts at once keeps the descriptor that wrote its header.
-            task_log = self._logs.create(execution, header, keep_open=not queued)
-        except OSError as exc:
-            log.error("cannot create the log of %s: %s", key, exc)
-            return Dispatch(
-                outcome=DispatchOutcome.REJECTED_UNAVAILABLE, reason=f"cannot create log: {exc}"
-            )
+        if self._logs.failure is None:
+            # The file is made where the attempt starts (the spawning thread), off the loop.
+            task_log = self._logs.defer(execution, header)
+        else:
+            # The last log file could not be made (a full or read-only disk): until one can, each
+            # is made here, and an attempt whose log cannot be is refused (its master sends it to
+            # another worker) instead of failing where it would have started.
+            try:
+                task_log = self._logs.create(execution, header)
+            except OSError as exc:
+                log.error("cannot create the log of %s: %s", key, exc)
+                return Dispatch(
+                    outcome=DispatchOutcome.REJECTED_UNAVAILABLE,
+                    reason=f"cannot create log: {exc}",
+                )
         attempt = Attempt(self._stamp(execution), task_log)
         self._attempts[key] = attempt
         if queued:

@@ -58,6 +58,9 @@ class _Log:
     def note(self, text: str) -> None:
         self.notes.append(text)
 
+    def make(self) -> None:
+        pass  # nothing on disk
+
     @property
     def text(self) -> str:
         return self.data.decode()

@@ -8,7 +8,8 @@ import grpc
 import pytest
 from grpc import aio
 
-from dsched.v1 import log_service_pb2
+from dsched.v1 import enums_pb2, log_service_pb2
+from dsched_server.protocol.event import TaskEventType
 
 
 async def test_read_task_log_by_offset(harness):
@@ -115,3 +116,40 @@ async def test_index_entries_pointing_outside_the_log_root_are_not_served(harnes
                 log_service_pb2.ReadTaskLogRequest(task_instance_id=ti)
             )
         assert err.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def test_a_log_that_cannot_be_made_fails_its_attempt_then_refuses_dispatches(harness):
+    """The log file is made where the attempt starts; once that failed (a disk that refuses it),
+    the worker makes each new attempt's file before accepting it and refuses the attempt if it
+    cannot, so its master sends it elsewhere, until a log can be made again."""
+    worker = await harness.worker()
+    logs = harness.data_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    blocker = logs / "20240506"  # the day directory of the harness's submit time: a file
+    blocker.write_text("not a directory")
+
+    first = harness.execution("echo never")
+    accepted = await harness.dispatch(worker, first)
+    failed = await harness.master.wait_terminal(first.task_instance_id)
+    refused = await harness.dispatch(worker, harness.execution("echo refused"))
+    blocker.unlink()
+    healed = harness.execution("echo healed")
+    healed_reply = await harness.dispatch(worker, healed)
+    healed_done = await harness.master.wait_terminal(healed.task_instance_id)
+    after = harness.execution("echo after")
+    after_reply = await harness.dispatch(worker, after)
+    after_done = await harness.master.wait_terminal(after.task_instance_id)
+
+    assert accepted.outcome == enums_pb2.DISPATCH_OUTCOME_ACCEPTED
+    assert failed.type is TaskEventType.FAILED
+    assert failed.message.startswith("could not start: cannot create the task log")
+    assert refused.outcome == enums_pb2.DISPATCH_OUTCOME_REJECTED_UNAVAILABLE
+    assert "cannot create log" in refused.reason
+    assert healed_reply.outcome == after_reply.outcome == enums_pb2.DISPATCH_OUTCOME_ACCEPTED
+    assert healed_done.type is after_done.type is TaskEventType.SUCCEEDED
+    for done in (healed, after):
+        stub = harness.log_stub(worker)
+        request = log_service_pb2.ReadTaskLogRequest(task_instance_id=done.task_instance_id)
+        assert (await stub.ReadTaskLog(request)).data.endswith(b"exit code 0\n")
+    # nothing ran for the attempts that had no log
+    assert harness.master.types_of(first.task_instance_id) == [TaskEventType.FAILED]

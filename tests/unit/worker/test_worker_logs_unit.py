@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+
+import pytest
 
 from dsched_worker.logs import LogStore, TaskLog, log_path, task_instance_of
 
@@ -144,3 +147,63 @@ def test_write_failures_are_counted_not_raised(tmp_path) -> None:
     task_log.append(b"lost")
     assert task_log.dropped_bytes == 4
     assert task_log.size == 0
+
+
+def test_a_deferred_log_touches_no_disk_until_made_then_is_what_create_makes(
+    tmp_path, make_execution
+) -> None:
+    store = LogStore(tmp_path)
+    execution = make_execution()
+
+    task_log = store.defer(execution, ["task load", "accepted"])
+
+    assert not store.root.exists()  # no file, no directory, no link
+    assert store.live(11) is task_log and task_log.size == 0
+    task_log.open()  # the attempt starts: the descriptor made next stays open
+    thread = threading.Thread(target=task_log.make)  # as the spawning thread makes it
+    thread.start()
+    thread.join()
+    assert task_log.made and task_log.size == len(task_log.path.read_bytes())
+    task_log.append(b"out\n")
+    task_log.make()  # made already: nothing happens
+    task_log.finish()
+    assert task_log.path.read_text() == "[dsched] task load\n[dsched] accepted\nout\n"
+    assert os.path.samefile(store.index / "11.log", task_log.path)
+    assert task_log.size == len(task_log.path.read_bytes())
+
+
+def test_a_deferred_log_is_made_by_whatever_touches_it_first(tmp_path, make_execution) -> None:
+    store = LogStore(tmp_path)
+    # a reader
+    read = store.defer(make_execution(task_instance_id=1), ["one"])
+    fd = store.open_for_read(1)
+    assert fd is not None and os.read(fd, 100) == b"[dsched] one\n"
+    os.close(fd)
+    assert read.made
+    # a note (a queued attempt killed before it started)
+    noted = store.defer(make_execution(task_instance_id=2), ["two"])
+    noted.note("killed before it started")
+    assert noted.path.read_text() == "[dsched] two\n[dsched] killed before it started\n"
+    # the end, with nothing written: the header alone still makes the log
+    ended = store.defer(make_execution(task_instance_id=3), ["three"])
+    ended.finish()
+    assert ended.made and ended.path.read_text() == "[dsched] three\n"
+    assert sorted(p.name for p in store.index.iterdir()) == ["1.log", "2.log", "3.log"]
+
+
+def test_a_log_that_cannot_be_made_stays_deferred_and_the_store_says_why(
+    tmp_path, make_execution
+) -> None:
+    store = LogStore(tmp_path)
+    tmp_path.joinpath("logs").write_text("a file where the log root belongs")
+    task_log = store.defer(make_execution(), ["header"])
+
+    with pytest.raises(OSError):
+        task_log.make()
+    assert not task_log.path.exists() and store.failure is not None
+    task_log.note("lost")  # counted, not raised
+    assert task_log.dropped_bytes > 0
+
+    tmp_path.joinpath("logs").unlink()
+    again = store.create(make_execution(task_instance_id=12), ["header"])
+    assert again.made and store.failure is None  # one log made: the store is healthy again

@@ -26,6 +26,11 @@ class OutputSink(Protocol):
         """Adds a line from the worker itself (marked as such) to the log."""
         ...
 
+    def make(self) -> None:
+        """Makes the log's file if that was deferred (:meth:`dsched_worker.logs.TaskLog.make`):
+        called in the spawning thread right before the process starts; raises OSError."""
+        ...
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskExit:

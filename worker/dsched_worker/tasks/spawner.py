@@ -80,6 +80,10 @@ class Spawner:
 
         def prepare() -> None:  # in the spawning thread: file system work stays off the loop
             try:
+                output.make()
+            except OSError as exc:
+                raise SpawnError(f"cannot create the task log: {exc}") from exc
+            try:
                 self._make_dir(cwd)
                 if file is not None:
                     (cwd / file[0]).write_text(file[1], encoding="utf-8")
