@@ -111,22 +111,9 @@ class Runner:
         ``unavailable`` set, a new attempt is rejected for that reason; a known one is still
         answered ALREADY_ACCEPTED."""
         key = execution.key
-        known = self._attempts.get(key)
-        if known is not None:
-            if execution.owner_epoch > known.execution.owner_epoch:
-                # Re-sent by a master that took the instance over: its events go there now.
-                self.take_over(key, execution.owner_address, execution.owner_epoch)
-            return Dispatch(outcome=DispatchOutcome.ALREADY_ACCEPTED, log_path=str(known.log.path))
-        if key in self._finished:
-            self._events.retarget(key, execution.owner_address)
-            path = str(self._logs.path_for(execution))
-            return Dispatch(outcome=DispatchOutcome.ALREADY_ACCEPTED, log_path=path)
-        if key in self._killed_unknown:
-            # Killed before it arrived (a dispatch overtaken by a stop): never start it.
-            return Dispatch(
-                outcome=DispatchOutcome.REJECTED_UNAVAILABLE,
-                reason=f"killed before it arrived: {self._killed_unknown[key]}",
-            )
+        seen = self._seen(execution)
+        if seen is not None:
+            return seen
         if self._logs.live(execution.task_instance_id) is not None:
             # A task instance *is* one attempt; two attempt numbers for it would share one log.
             raise FailedPrecondition(
@@ -171,7 +158,31 @@ class Runner:
             bisect.insort(self._queue, attempt, key=_rank)
         else:
             self._start(attempt)
+            if self.full:  # this one took the last free slot
+                self.on_load_change()
         return Dispatch(outcome=DispatchOutcome.ACCEPTED, log_path=str(task_log.path))
+
+    def _seen(self, execution: TaskExecution) -> Dispatch | None:
+        """The answer to a dispatch of an attempt this incarnation knows (queued, running,
+        finished lately, or killed before it arrived), or None for a new one."""
+        key = execution.key
+        known = self._attempts.get(key)
+        if known is not None:
+            if execution.owner_epoch > known.execution.owner_epoch:
+                # Re-sent by a master that took the instance over: its events go there now.
+                self.take_over(key, execution.owner_address, execution.owner_epoch)
+            return Dispatch(outcome=DispatchOutcome.ALREADY_ACCEPTED, log_path=str(known.log.path))
+        if key in self._finished:
+            self._events.retarget(key, execution.owner_address)
+            path = str(self._logs.path_for(execution))
+            return Dispatch(outcome=DispatchOutcome.ALREADY_ACCEPTED, log_path=path)
+        if key in self._killed_unknown:
+            # Killed before it arrived (a dispatch overtaken by a stop): never start it.
+            return Dispatch(
+                outcome=DispatchOutcome.REJECTED_UNAVAILABLE,
+                reason=f"killed before it arrived: {self._killed_unknown[key]}",
+            )
+        return None
 
     def kill(self, key: AttemptKey, reason: str) -> bool:
         """Starts killing an unfinished attempt; False if it is unknown or already ending."""
@@ -257,11 +268,10 @@ class Runner:
         self._close(attempt, remember=False)
 
     def _start(self, attempt: Attempt) -> None:
+        """Starts a queued or new attempt in a free slot (the callers say when the load changed)."""
         self._running += 1
         attempt.phase = Phase.STARTING
         attempt.task = self._spawn(self._run(attempt))
-        if self.full:
-            self.on_load_change()
 
     def _spawn(self, coro: Coroutine[object, object, None]) -> asyncio.Task[None]:
         task = asyncio.create_task(coro)
@@ -283,10 +293,13 @@ class Runner:
         try:
             await self._end(attempt, outcome)
         finally:
+            # One change of load when a slot frees and stays free; none when a queued attempt
+            # takes it at once (the worker is as full as before: a heartbeat per attempt ended
+            # would tell the masters nothing new).
             self._running -= 1
-            was_full = self._running + 1 >= self.slots
+            freed = self._running + 1 >= self.slots  # full until this one ended
             self._start_next()
-            if was_full and not self.full:
+            if freed and not self.full:
                 self.on_load_change()
 
     async def _execute(self, attempt: Attempt) -> AttemptReport:

@@ -60,6 +60,7 @@ class FakeRegistry:
     def __init__(self) -> None:
         self._state = ConnectionState.CONNECTED
         self.nodes: dict[str, bytes] = {}
+        self.updates = 0  # heartbeats published after the registration
         self._listeners: list[StateListener] = []
         self._epoch = 100
         self._changed = asyncio.Condition()
@@ -82,6 +83,7 @@ class FakeRegistry:
         await self._set(path, data)
 
     async def update(self, path: str, data: bytes) -> None:
+        self.updates += 1
         await self._set(path, data)
 
     async def unregister(self, path: str) -> None:

@@ -54,6 +54,35 @@ async def test_heartbeat_turns_busy_at_once_when_slots_fill(harness, gate):
     await harness.registry.wait_for(lambda n: status(n) == (enums_pb2.SERVER_STATUS_NORMAL, 0))
 
 
+async def test_a_queued_attempt_taking_a_freed_slot_publishes_no_heartbeat(harness, gate):
+    """The load changes when the slots fill and when one frees and stays free; a queued attempt
+    that takes a freed slot at once leaves the worker as full as it was (a heartbeat per attempt
+    in a wide fan-out told the masters nothing)."""
+    worker = await harness.worker(slots=1, heartbeat_interval=60)  # only poke() can publish
+    first, second = gate("first"), gate("second")
+    a = harness.execution(f'read _ < "{first.path}"')
+    b = harness.execution(f'read _ < "{second.path}"')
+    c = harness.execution("true")
+    for execution in (a, b, c):
+        await harness.dispatch(worker, execution)
+
+    def status(nodes: dict[str, bytes]) -> tuple[int, int]:
+        beat = registry_pb2.RegistryNode.FromString(nodes[worker.agent.path])
+        return beat.status, beat.slots_in_use
+
+    await harness.registry.wait_for(lambda n: status(n) == (enums_pb2.SERVER_STATUS_BUSY, 1))
+    busy = harness.registry.updates
+    first.open()
+    await harness.master.wait_terminal(a.task_instance_id)
+    await harness.master.wait_for(lambda m: TaskEventType.RUNNING in m.types_of(b.task_instance_id))
+    second.open()
+    await harness.master.wait_terminal(c.task_instance_id)
+    await harness.registry.wait_for(lambda n: status(n) == (enums_pb2.SERVER_STATUS_NORMAL, 0))
+
+    assert busy == 1  # the first attempt filled the only slot
+    assert harness.registry.updates == 2  # and the last one freed it; nothing in between
+
+
 async def test_overloaded_host_is_busy_and_a_failing_sampler_keeps_the_heartbeat(harness):
     calls = {"n": 0}
 
