@@ -64,6 +64,7 @@ from dsched_worker.runner import Runner
 from dsched_worker.servicer import WorkerServicer
 from dsched_worker.tasks import default_task_types
 from dsched_worker.tasks.environment import DEFAULT_ALLOW
+from dsched_worker.topdir import mark_top
 from dsched_worker.workdirs import WorkDirs
 
 log = logging.getLogger(__name__)
@@ -249,6 +250,8 @@ class Worker:
         """Serves, registers and starts reporting; on failure everything started is stopped
         again."""
         self.options.data_dir.mkdir(parents=True, exist_ok=True)
+        for busy in (self.logs.root, self.workdirs.root):
+            mark_top(busy)  # their subdirectories away from other programs' churn (see topdir)
         # Before anything else: tasks of a previous incarnation of this worker were failed over
         # (their epoch is fenced), so whatever of them still runs is an unsupervised duplicate.
         self.records.kill_leftovers()

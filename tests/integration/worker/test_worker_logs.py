@@ -10,6 +10,8 @@ from grpc import aio
 
 from dsched.v1 import enums_pb2, log_service_pb2
 from dsched_server.protocol.event import TaskEventType
+from dsched_worker.topdir import is_top
+from tests.bench.common import fs_type
 
 
 async def test_read_task_log_by_offset(harness):
@@ -153,3 +155,13 @@ async def test_a_log_that_cannot_be_made_fails_its_attempt_then_refuses_dispatch
         assert (await stub.ReadTaskLog(request)).data.endswith(b"exit code 0\n")
     # nothing ran for the attempts that had no log
     assert harness.master.types_of(first.task_instance_id) == [TaskEventType.FAILED]
+
+
+async def test_the_worker_marks_its_log_and_working_directory_roots_as_top_directories(harness):
+    worker = await harness.worker()
+
+    roots = (worker.logs.root, worker.workdirs.root)
+
+    assert all(root.is_dir() for root in roots)
+    if fs_type(str(harness.data_dir)) in ("ext2", "ext3", "ext4"):
+        assert all(is_top(root) for root in roots)
