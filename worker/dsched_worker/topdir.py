@@ -36,12 +36,13 @@ FS_TOPDIR_FL = 0x00020000
 
 def mark_top(directory: Path) -> bool:
     """Makes ``directory`` (and its parents) if needed and marks it a top directory; returns
-    whether it carries the mark. Never raises for a file system without the flag."""
-    directory.mkdir(parents=True, exist_ok=True)
+    whether it carries the mark. Never raises: a directory that cannot be made or marked is left
+    to the code that uses it, which reports its own failure (an attempt that cannot start)."""
     try:
+        directory.mkdir(parents=True, exist_ok=True)
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
-        log.debug("cannot open %s to mark it a top directory: %s", directory, exc)
+        log.debug("cannot make %s a top directory: %s", directory, exc)
         return False
     try:
         flags = _flags(fd)

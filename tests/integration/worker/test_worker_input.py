@@ -82,7 +82,8 @@ async def test_dispatch_rejects_bad_input_without_side_effects(harness):
 
     logs = harness.data_dir / "logs"
     assert not logs.exists() or not any(p.is_file() for p in logs.rglob("*"))
-    assert not (harness.data_dir / "exec").exists()
+    exec_root = harness.data_dir / "exec"  # made (empty) when the worker starts
+    assert not exec_root.exists() or not any(exec_root.iterdir())
     assert harness.master.received == []
     assert worker.runner.slots_in_use == 0
 

@@ -32,3 +32,10 @@ def test_a_file_system_without_the_flag_is_left_alone() -> None:
         assert base.is_dir() and not is_top(base)
     finally:
         base.rmdir()
+
+
+def test_a_path_that_cannot_be_a_directory_is_reported_not_raised(tmp_path) -> None:
+    (tmp_path / "exec").write_text("a file where the directory belongs")
+
+    assert mark_top(tmp_path / "exec") is False
+    assert mark_top(tmp_path / "exec" / "below") is False
