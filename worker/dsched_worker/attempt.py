@@ -47,6 +47,8 @@ class Attempt:
         self.silent = False  # fenced or shut down: report nothing more
         self.task: asyncio.Task[None] | None = None
         self.kill_task: asyncio.Task[None] | None = None
+        # time.monotonic() when its process was seen to exit: the time its end event carries
+        self.ended: float | None = None
 
     @property
     def timeout_text(self) -> str:

@@ -46,6 +46,7 @@ import logging
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +88,8 @@ class _Watch:
         self._pidfd: int | None = os.pidfd_open(proc.pid)
         self._loop.add_reader(spawned.out_fd, self._read)
         self._loop.add_reader(self._pidfd, self._reap)
+        self.started = spawned.started
+        self.exited_at: float | None = None  # time.monotonic() when the exit was seen
         self._in_fd = spawned.in_fd  # set only while part of the stdin payload is unwritten
         self._pending = memoryview(spawned.pending)
         if self._in_fd is not None:
@@ -114,6 +117,7 @@ class _Watch:
     def _reap(self) -> None:
         if self._proc.poll() is None:
             return  # not yet (a spurious wake-up)
+        self.exited_at = time.monotonic()
         assert self._pidfd is not None
         self._loop.remove_reader(self._pidfd)
         os.close(self._pidfd)
@@ -192,6 +196,16 @@ class ProcessGroup:
     def exited(self) -> bool:
         return self._watch.exited.is_set()
 
+    @property
+    def started(self) -> float:
+        """:func:`time.monotonic` when the process was started (right before its spawn)."""
+        return self._watch.started
+
+    @property
+    def exited_at(self) -> float | None:
+        """:func:`time.monotonic` when its leader's exit was seen (None while it runs)."""
+        return self._watch.exited_at
+
     async def wait(self) -> int:
         """Waits for the leader to exit, kills the rest of its group, waits (bounded) for the output
         to drain, and returns the leader's return code (negative: killed by that signal)."""
@@ -252,6 +266,9 @@ class _Spawned:
 
     proc: subprocess.Popen[bytes]
     out_fd: int
+    # time.monotonic() right before the spawn: the task's start. Not after it: the parent thread
+    # may get the CPU back only after the new process has run (and printed) for a while.
+    started: float
     in_fd: int | None = None
     pending: bytes = b""
 
@@ -272,6 +289,7 @@ def _start(job: _Job) -> _Spawned:
         _close(in_read, in_write)
         raise
     try:
+        started = time.monotonic()
         proc = subprocess.Popen(
             job.argv,
             stdin=subprocess.DEVNULL if in_read is None else in_read,
@@ -286,7 +304,7 @@ def _start(job: _Job) -> _Spawned:
         raise
     finally:
         _close(write_fd, in_read)  # the child holds its own copies
-    spawned = _Spawned(proc, read_fd, in_write, pending)
+    spawned = _Spawned(proc, read_fd, started, in_write, pending)
     if job.records is not None:
         try:
             job.records.record(proc.pid)

@@ -19,7 +19,9 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import time
 from dataclasses import fields, replace
+from datetime import timedelta
 from typing import Any
 
 from dsched.backoff import Backoff
@@ -100,16 +102,23 @@ class Reporter:
             return False
         return True
 
-    async def report(self, execution: TaskExecution, outcome: AttemptReport) -> TaskEvent:
+    async def report(
+        self, execution: TaskExecution, outcome: AttemptReport, *, happened: float | None = None
+    ) -> TaskEvent:
         """Records an event of ``execution``'s attempt and queues it for its owner. Events of one
-        attempt must be reported one after the other (await each); they are sent in that order."""
+        attempt must be reported one after the other (await each); they are sent in that order.
+        ``happened``: :func:`time.monotonic` when what it reports happened (the process started
+        or exited), so that its time is that of the fact, not of this call (default: now)."""
         seq = next(self._seq)
+        now = self._clock()
+        if happened is not None:
+            now -= timedelta(seconds=max(0.0, time.monotonic() - happened))
         event = TaskEvent(
             event_id=f"{self.epoch}-{seq}",
             task_instance_id=execution.task_instance_id,
             attempt=execution.attempt,
             workflow_instance_id=execution.workflow_instance_id,
-            event_time=self._clock(),
+            event_time=now,
             **_report_fields(outcome),
         )
         key = execution.key

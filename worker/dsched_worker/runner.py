@@ -42,7 +42,9 @@ log = logging.getLogger(__name__)
 class EventSink(Protocol):
     """Where attempts report their events (the :class:`~dsched_worker.reporter.Reporter`)."""
 
-    async def report(self, execution: TaskExecution, outcome: AttemptReport) -> TaskEvent: ...
+    async def report(
+        self, execution: TaskExecution, outcome: AttemptReport, *, happened: float | None = None
+    ) -> TaskEvent: ...
 
     def retarget(self, key: AttemptKey, owner_address: str) -> bool: ...
 
@@ -329,10 +331,13 @@ class Runner:
         timer = self._arm_timeout(attempt)
         try:
             await self._report(
-                attempt, AttemptReport(type=TaskEventType.RUNNING, pid=run.pid, log_path=path)
+                attempt,
+                AttemptReport(type=TaskEventType.RUNNING, pid=run.pid, log_path=path),
+                happened=run.started,
             )
             reports = self._watch_applications(attempt, run, path)
             result = await run.wait()
+            attempt.ended = result.ended
             if reports:  # the RUNNING events naming an application go before the result
                 await asyncio.gather(*reports)
         finally:
@@ -371,7 +376,7 @@ class Runner:
             )
         attempt.log.finish()
         if not attempt.silent:
-            await self._report(attempt, outcome)
+            await self._report(attempt, outcome, happened=attempt.ended)
         self._close(attempt, remember=not attempt.silent)
         if self._workdirs is not None:
             succeeded = outcome.type is TaskEventType.SUCCEEDED and not attempt.silent
@@ -386,9 +391,11 @@ class Runner:
         if remember:
             self._finished.add(key)
 
-    async def _report(self, attempt: Attempt, outcome: AttemptReport) -> None:
+    async def _report(
+        self, attempt: Attempt, outcome: AttemptReport, *, happened: float | None = None
+    ) -> None:
         if not attempt.silent:
-            await self._events.report(attempt.execution, outcome)
+            await self._events.report(attempt.execution, outcome, happened=happened)
 
     def _start_next(self) -> None:
         while self._queue and not self.full and not self._stopping:

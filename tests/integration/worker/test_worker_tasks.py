@@ -12,7 +12,7 @@ import pytest
 from grpc import aio
 
 from dsched.options import TimeoutStrategy
-from dsched.v1 import enums_pb2
+from dsched.v1 import enums_pb2, log_service_pb2
 from dsched_server.protocol.event import TaskEventType
 from dsched_worker.tasks.shell import INLINE_MAX
 
@@ -256,3 +256,33 @@ async def test_stop_kills_running_tasks_reports_nothing_and_drops_queued(harness
     await group_gone(pgid)
     log_text = Path(worker.logs.resolve(running.task_instance_id)).read_text()
     assert "result not reported" in log_text
+
+
+async def test_the_events_are_dated_by_the_process_start_and_exit(harness):
+    """RUNNING carries the time the process had started and the end the time its exit was seen,
+    not the times the worker got round to reporting them: the task's own first and last clock
+    readings fall between the two."""
+    worker = await harness.worker()
+    execution = harness.execution(
+        'echo "first $EPOCHREALTIME"\nsleep 0.2\necho "last $EPOCHREALTIME"'
+    )
+    await harness.dispatch(worker, execution)
+    done = await harness.master.wait_terminal(execution.task_instance_id)
+    running = next(
+        r.event
+        for r in harness.master.received
+        if r.event.task_instance_id == execution.task_instance_id and r.event.type is RUNNING
+    )
+    chunk = await harness.log_stub(worker).ReadTaskLog(
+        log_service_pb2.ReadTaskLogRequest(task_instance_id=execution.task_instance_id)
+    )
+    said = {
+        words[0]: float(words[1])
+        for words in (line.split() for line in chunk.data.decode().splitlines())
+        if len(words) == 2 and words[0] in ("first", "last")
+    }
+
+    assert done.type is SUCCEEDED
+    assert running.event_time.timestamp() <= said["first"]
+    assert said["last"] <= done.event_time.timestamp()
+    assert done.event_time - running.event_time < timedelta(seconds=2)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import fields
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from dsched.backoff import Backoff
 from dsched_server.protocol.event import AttemptReport, TaskEventType
@@ -35,3 +36,18 @@ async def test_an_event_carries_every_field_of_its_report_and_owns_its_out_param
     assert (event.task_instance_id, event.attempt, event.event_time) == (11, 2, NOW)
     out_params["rows"] = "0"  # the task type's dict changes later: the event keeps what it said
     assert event.out_params == {"rows": "42"}
+
+
+async def test_an_event_carries_the_time_of_its_fact_not_of_its_report(
+    tmp_path, make_execution
+) -> None:
+    reporter = Reporter(Outbox(tmp_path / "outbox"), clock=lambda: NOW, backoff=Backoff())
+    running = AttemptReport(type=TaskEventType.RUNNING, pid=1)
+
+    two_seconds_ago = await reporter.report(
+        make_execution(), running, happened=time.monotonic() - 2.0
+    )
+    ahead = await reporter.report(make_execution(), running, happened=time.monotonic() + 5.0)
+
+    assert NOW - timedelta(seconds=2.5) < two_seconds_ago.event_time <= NOW - timedelta(seconds=2)
+    assert ahead.event_time == NOW  # a fact is never dated after its report

@@ -35,11 +35,13 @@ class OutputSink(Protocol):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskExit:
     """How a task ended: ``returncode`` as Python reports it (negative: killed by that signal);
-    ``application_id``: the Spark application it ran, if any."""
+    ``application_id``: the Spark application it ran, if any; ``ended``: :func:`time.monotonic`
+    when its main process was seen to exit (the time its end event carries), None if unknown."""
 
     returncode: int
     out_params: Mapping[str, str] = field(default_factory=dict)
     application_id: str = ""
+    ended: float | None = None
 
 
 class RunningTask(Protocol):
@@ -48,6 +50,11 @@ class RunningTask(Protocol):
     @property
     def pid(self) -> int:
         """The process id of its main process (0 if it has none)."""
+        ...
+
+    @property
+    def started(self) -> float:
+        """:func:`time.monotonic` when it started (the time its RUNNING event carries)."""
         ...
 
     async def wait(self) -> TaskExit: ...

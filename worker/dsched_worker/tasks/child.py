@@ -71,7 +71,7 @@ class ChildRun(GroupRun):
         parser = OutParamParser(note=self._output.note)
         for key, value in found.items():
             parser.offer(key, value)
-        return TaskExit(returncode=returncode, out_params=parser.close())
+        return TaskExit(returncode=returncode, out_params=parser.close(), ended=self.ended)
 
 
 def take_result(path: Path) -> tuple[dict[str, str], str]:

@@ -31,7 +31,7 @@ class ScriptRun(GroupRun):
 
     async def wait(self) -> TaskExit:
         returncode = await self._group.wait()
-        return TaskExit(returncode=returncode, out_params=self._parser.close())
+        return TaskExit(returncode=returncode, out_params=self._parser.close(), ended=self.ended)
 
 
 def inline(script: str) -> bool:
