@@ -163,6 +163,8 @@ class ProcessGroup:
         self._watch = watch
         self._records = records
         self.pid: int = pid
+        # time.monotonic() when the process was started (right before its spawn)
+        self.started = watch.started
 
     @classmethod
     async def spawn(
@@ -195,11 +197,6 @@ class ProcessGroup:
     @property
     def exited(self) -> bool:
         return self._watch.exited.is_set()
-
-    @property
-    def started(self) -> float:
-        """:func:`time.monotonic` when the process was started (right before its spawn)."""
-        return self._watch.started
 
     @property
     def exited_at(self) -> float | None:

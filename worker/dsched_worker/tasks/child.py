@@ -71,7 +71,9 @@ class ChildRun(GroupRun):
         parser = OutParamParser(note=self._output.note)
         for key, value in found.items():
             parser.offer(key, value)
-        return TaskExit(returncode=returncode, out_params=parser.close(), ended=self.ended)
+        return TaskExit(
+            returncode=returncode, out_params=parser.close(), ended=self._group.exited_at
+        )
 
 
 def take_result(path: Path) -> tuple[dict[str, str], str]:

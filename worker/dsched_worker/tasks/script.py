@@ -31,7 +31,9 @@ class ScriptRun(GroupRun):
 
     async def wait(self) -> TaskExit:
         returncode = await self._group.wait()
-        return TaskExit(returncode=returncode, out_params=self._parser.close(), ended=self.ended)
+        return TaskExit(
+            returncode=returncode, out_params=self._parser.close(), ended=self._group.exited_at
+        )
 
 
 def inline(script: str) -> bool:

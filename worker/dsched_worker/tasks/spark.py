@@ -88,7 +88,7 @@ class SparkRun(GroupRun):
             returncode=returncode,
             out_params=self._parser.close(),
             application_id=self._apps.latest,
-            ended=self.ended,
+            ended=self._group.exited_at,
         )
 
     async def kill(self, grace: float) -> None:

@@ -131,10 +131,5 @@ class GroupRun:
     def started(self) -> float:
         return self._group.started
 
-    @property
-    def ended(self) -> float | None:
-        """When the group's leader was seen to exit (for :class:`TaskExit`'s ``ended``)."""
-        return self._group.exited_at
-
     async def kill(self, grace: float) -> None:
         await self._group.kill(grace)
