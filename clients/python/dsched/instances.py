@@ -304,10 +304,12 @@ class InstanceCalls(RpcBase):
         after_sequence: int = 0,
         keep_open: bool = False,
         deadline: float | None = None,
+        state_only: bool = False,
     ) -> Generator[WatchFrame, None, None]:
         """Yields the frames of an instance's event stream, progress frames included. Resumed at
         the cursor of a finished instance, it yields one frame without events that carries the
-        final state.
+        final state. ``state_only``: frames carry no events, one comes each time the state
+        changes (the cursor stays ``after_sequence``).
 
         The stream reopens from the last cursor if it breaks with UNAVAILABLE (see
         :mod:`dsched.streams`). ``deadline`` is a :func:`time.monotonic` instant (TimeoutError).
@@ -315,7 +317,7 @@ class InstanceCalls(RpcBase):
 
         def open_call(cursor: int, timeout: float | None) -> Any:
             req = master_service_pb2.WatchWorkflowInstanceRequest(
-                id=id, after_sequence=cursor, keep_open=keep_open
+                id=id, after_sequence=cursor, keep_open=keep_open, state_only=state_only
             )
             return self._master.WatchWorkflowInstance(req, timeout=timeout)
 
@@ -354,14 +356,21 @@ class InstanceCalls(RpcBase):
             on_event: called with each event (history first, then live), in sequence order.
 
         A terminal state seen on the stream is confirmed with GetWorkflowInstance: an instance
-        that was rerun or recovered replays its old terminal events first.
+        that was rerun or recovered replays its old terminal events first. Without ``on_event``
+        the stream carries only state changes (no events are read, sent or decoded).
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         cursor = 0
         empty_streams = self.reconnect.delays()
         while True:
             progressed = False
-            frames = self.watch_frames(id, after_sequence=cursor, keep_open=True, deadline=deadline)
+            frames = self.watch_frames(
+                id,
+                after_sequence=cursor,
+                keep_open=True,
+                deadline=deadline,
+                state_only=on_event is None,
+            )
             for frame in frames:
                 progressed = True
                 cursor = max(cursor, frame.cursor)

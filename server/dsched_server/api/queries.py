@@ -112,7 +112,11 @@ class QueriesApi:
             checks.add("after_sequence", "must not be negative")
         checks.raise_if_any()
         async for frame in watches.watch(
-            self.ctx, request.id, request.after_sequence, keep_open=request.keep_open
+            self.ctx,
+            request.id,
+            request.after_sequence,
+            keep_open=request.keep_open,
+            state_only=request.state_only,
         ):
             yield pb.WatchWorkflowInstanceResponse(
                 events=convert.events(frame.events),

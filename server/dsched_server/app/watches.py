@@ -21,6 +21,7 @@ from dsched_server.constants import PROGRESS_FRAME_INTERVAL_S
 from dsched_server.core.records import EventRecord
 from dsched_server.store import events as event_log
 from dsched_server.store import instances as instance_repo
+from dsched_server.store.database import Conn
 
 BATCH = 500  # events per frame at most
 DEBOUNCE_S = 0.02
@@ -43,18 +44,22 @@ async def watch(
     *,
     keep_open: bool = False,
     idle: float = PROGRESS_FRAME_INTERVAL_S,
+    state_only: bool = False,
 ) -> AsyncIterator[Frame]:
     """The frames of the instance's events after the sequence ``after``; NOT_FOUND for an unknown
-    instance. Ends when the server stops (the caller resumes from its cursor elsewhere)."""
+    instance. Ends when the server stops (the caller resumes from its cursor elsewhere).
+    ``state_only``: no events are read; a frame (cursor ``after``) comes whenever the state
+    changes."""
     cursor = after
     sent = False
     state: WorkflowState | None = None
+    shown: WorkflowState | None = None  # the state of the last frame that was not a progress one
     while True:
         # Take the wake-up signal before reading, so a change committed after the read still
         # wakes us (see Notifier).
         signal = ctx.notifier.signal(instance_id)
         try:
-            batch, state = await _read(ctx, instance_id, cursor)
+            batch, state = await _read(ctx, instance_id, cursor, events=not state_only)
         except Unavailable:
             # The metadata database is away: the stream stays open (progress frames with the
             # last state) and reads again when the instance's next commit wakes it, or after
@@ -67,10 +72,13 @@ async def watch(
             continue
         if batch:
             cursor = batch[-1].sequence
-            sent = True
+            sent, shown = True, state
             yield Frame(tuple(batch), cursor, state)
             if len(batch) == BATCH:
                 continue
+        elif state_only and state is not shown:
+            sent, shown = True, state
+            yield Frame((), cursor, state)
         if state.terminal and not sent:
             # Resumed at (or past) the end of a finished instance: no events are left, but
             # the caller still learns the final state at once instead of an empty stream.
@@ -91,20 +99,19 @@ async def watch(
 
 
 async def _read(
-    ctx: AppContext, instance_id: int, cursor: int
+    ctx: AppContext, instance_id: int, cursor: int, *, events: bool = True
 ) -> tuple[list[EventRecord], WorkflowState]:
-    """The events after ``cursor`` (up to a batch) and the instance's state."""
+    """The events after ``cursor`` (up to a batch; none without ``events``) and the instance's
+    state."""
+    if not events:
+        async with ctx.db.read() as conn:
+            return [], await _state(conn, instance_id)
     async with ctx.db.read() as conn:
         # Events first, then the state: a frame's state is never older than its events
         # (another master may commit between the two reads; on PostgreSQL and MariaDB each
         # statement sees what is committed when it starts).
         batch = await event_log.after(conn, instance_id, cursor, BATCH)
-        state = await instance_repo.current_state(conn, instance_id)
-        if state is None:
-            raise NotFound(
-                f"workflow instance {instance_id} not found",
-                metadata={"instance": str(instance_id)},
-            )
+        state = await _state(conn, instance_id)
         if state.terminal and len(batch) < BATCH and not ctx.db.is_sqlite:
             # The terminal state commits with its events: fetch any that landed between
             # the two reads, so the stream does not end without them. (A read on SQLite is one
@@ -112,3 +119,13 @@ async def _read(
             start = batch[-1].sequence if batch else cursor
             batch += await event_log.after(conn, instance_id, start, BATCH - len(batch))
     return batch, state
+
+
+async def _state(conn: Conn, instance_id: int) -> WorkflowState:
+    state = await instance_repo.current_state(conn, instance_id)
+    if state is None:
+        raise NotFound(
+            f"workflow instance {instance_id} not found",
+            metadata={"instance": str(instance_id)},
+        )
+    return state

@@ -143,3 +143,18 @@ async def test_watch_of_an_unknown_instance_is_not_found(cluster: Cluster) -> No
     )
     assert_status(got, grpc.StatusCode.NOT_FOUND, "NOT_FOUND")
     assert got.metadata == {"instance": "424242"}
+
+
+async def test_a_state_only_watch_carries_states_and_no_events(cluster: Cluster) -> None:
+    await online_workflow(cluster, "p", "w", chain("a", "b"))
+    started = await start(cluster, "p", "w")
+    request = pb.WatchWorkflowInstanceRequest(id=started.id, state_only=True)
+
+    frames = []
+    async with asyncio.timeout(WAIT_S):
+        async for frame in cluster.stub.WatchWorkflowInstance(request):
+            frames.append(frame)
+
+    assert frames and all(not f.events and f.cursor == 0 for f in frames)
+    assert frames[-1].state == SUCCEEDED
+    assert not any(f.state in TERMINAL for f in frames[:-1])  # it ends with the terminal state

@@ -91,6 +91,15 @@ def test_other_stream_errors_are_raised_at_once(fake: Fake, client: Client) -> N
     assert len(fake.master.seen("WatchWorkflowInstance")) == 1
 
 
+def test_wait_asks_for_states_only_unless_it_reports_events(fake: Fake, client: Client) -> None:
+    instance_id = _started(client, "echo a")
+    client.wait(instance_id, timeout=10)
+    client.wait(instance_id, timeout=10, on_event=lambda _: None)
+
+    asked = [r.state_only for r in fake.master.seen("WatchWorkflowInstance")]
+    assert asked == [True, False]
+
+
 def test_wait_timeout(fake: Fake, client: Client) -> None:
     instance_id = _started(client, "sleep 100")
     with pytest.raises(TimeoutError):

@@ -357,14 +357,16 @@ class ListWorkflowInstancesResponse(_message.Message):
     def __init__(self, instances: _Optional[_Iterable[_Union[_resources_pb2.WorkflowInstance, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class WatchWorkflowInstanceRequest(_message.Message):
-    __slots__ = ("id", "after_sequence", "keep_open")
+    __slots__ = ("id", "after_sequence", "keep_open", "state_only")
     ID_FIELD_NUMBER: _ClassVar[int]
     AFTER_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     KEEP_OPEN_FIELD_NUMBER: _ClassVar[int]
+    STATE_ONLY_FIELD_NUMBER: _ClassVar[int]
     id: int
     after_sequence: int
     keep_open: bool
-    def __init__(self, id: _Optional[int] = ..., after_sequence: _Optional[int] = ..., keep_open: _Optional[bool] = ...) -> None: ...
+    state_only: bool
+    def __init__(self, id: _Optional[int] = ..., after_sequence: _Optional[int] = ..., keep_open: _Optional[bool] = ..., state_only: _Optional[bool] = ...) -> None: ...
 
 class WatchWorkflowInstanceResponse(_message.Message):
     __slots__ = ("events", "cursor", "state")
