@@ -28,9 +28,9 @@ temporary directory); its file system type is printed, because tmpfs flatters th
 
 Usage: ``python -m tests.bench.standalone_bench [--chain N] [--fanout N] [--singles N] [--slots N]
 [--data-parent DIR] [--cluster] [--no-settle]`` from the repository root. Unless
-``--no-settle``, it first waits until 36 s have passed since a bench last removed its data
+``--no-settle``, it first waits until 75 s have passed since a bench last removed its data
 directory (``tests/bench/common.py``, ``SETTLE_S``: on ext4 without a journal the inodes freed
-then slow down every file created for 30-35 s). Exits 1 if a target is missed by
+then slow down every file created for a minute or more). Exits 1 if a target is missed by
 the standalone: the targets are issue 9's for the standalone; the cluster (``--cluster``, what
 ``make bench`` runs) is reported beside it, marked ``(!)`` where it is beyond a target, without
 changing the exit status.
