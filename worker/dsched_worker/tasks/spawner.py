@@ -122,14 +122,8 @@ class GroupRun:
 
     def __init__(self, group: ProcessGroup) -> None:
         self._group = group
-
-    @property
-    def pid(self) -> int:
-        return self._group.pid
-
-    @property
-    def started(self) -> float:
-        return self._group.started
+        self.pid = group.pid
+        self.started = group.started  # time.monotonic() when the process was started
 
     async def kill(self, grace: float) -> None:
         await self._group.kill(grace)
