@@ -8,23 +8,24 @@ also removes what an earlier incarnation left behind, but never the directory of
 runs here.
 
 The directory of an attempt that ended is removed in a thread, with the others that ended meanwhile
-(one thread hop per burst): an empty one (what most tasks leave) is kept for a later attempt in
-``<exec_root>/.pool`` (at most :data:`POOL_MAX`; beyond that it is removed), and so is its
-instance's directory once empty, a non-empty one is renamed into ``<exec_root>/.trash`` and the
-trash deleted (a task may have left a large tree). :meth:`WorkDirs.make` (called by the task type in
-the thread that spawns the task) renames a pooled directory to the attempt's path, and one to the
-instance's if it has none (each one-task run is an instance), and gives them the mode ``mkdir``
-would, else makes them. A lock keeps the two threads apart: an instance's directory found empty
-stays empty until it is moved. Why a pool: making and removing a directory per attempt allocates and
-frees an inode each time, and ext4 without a journal (this development machine's disk) skips every
-inode freed in the last 30 seconds when it allocates one, reading its inode table block each time
-(``find_inode_bit`` and ``recently_deleted`` in fs/ext4/ialloc.c): an ``mkdir`` + ``rmdir`` per
-attempt cost 170 us and made every other file the worker created (the logs) slower the more attempts
-had ended lately, where two renames cost 26 us. These are file system metadata operations, which
-also wait on the journal when a disk has one and is busy; on the event loop they stalled everything
-else the process does. The sweep renames into the trash on the loop. The instance's directory goes
-when its last attempt's does; the sweep's removal (an ``rmdir``, on the loop) can slip between
-making it and placing the attempt's in it: then it is made again.
+and in the next :data:`GATHER_S` (one thread hop per burst): an empty one (what most tasks leave)
+is kept for a later attempt in ``<exec_root>/.pool`` (at most :data:`POOL_MAX`; beyond that it is
+removed), and so is its instance's directory once empty, a non-empty one is renamed into
+``<exec_root>/.trash`` and the trash deleted (a task may have left a large tree).
+:meth:`WorkDirs.make` (called by the task type in the thread that spawns the task) renames a pooled
+directory to the attempt's path, and one to the instance's if it has none (each one-task run is an
+instance), and gives them the mode ``mkdir`` would, else makes them. A lock keeps the two threads
+apart: an instance's directory found empty stays empty until it is moved. Why a pool: making and
+removing a directory per attempt allocates and frees an inode each time, and ext4 without a journal
+(this development machine's disk) skips every inode freed in the last minute or more when it
+allocates one, reading its inode table block each time (``find_inode_bit`` and ``recently_deleted``
+in fs/ext4/ialloc.c): an ``mkdir`` + ``rmdir`` per attempt cost 170 us and made every other file
+the worker created (the logs) slower the more attempts had ended lately, where two renames cost 26
+us. These are file system metadata operations, which also wait on the journal when a disk has one
+and is busy; on the event loop they stalled everything else the process does. The sweep renames
+into the trash on the loop. The instance's directory goes when its last attempt's does; the sweep's
+removal (an ``rmdir``, on the loop) can slip between making it and placing the attempt's in it:
+then it is made again.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ log = logging.getLogger(__name__)
 TRASH = ".trash"
 POOL = ".pool"
 POOL_MAX = 64  # empty directories kept for later attempts (about the attempts ending at once)
+GATHER_S = 0.02  # how long the removal of an ended attempt's directory waits for others to join
 
 
 def work_dir(exec_root: Path, execution: TaskExecution) -> Path:
@@ -232,6 +234,10 @@ class WorkDirs:
 
     async def _empty_trash(self) -> None:
         try:
+            # Let the directories of the attempts ending meanwhile join this hop: a fan-out ends
+            # an attempt every 2 ms or so, and a hop each (a task, a thread's turn, the lock
+            # handed back and forth) cost the worker 0.1 ms of CPU per attempt.
+            await asyncio.sleep(GATHER_S)
             # Again while work arrives during a hop: one thread hop per burst, not per run.
             while self._more:
                 self._more = False
