@@ -43,13 +43,14 @@ MB = 2**20
 # while the block is dirty). A bench removing its data directory frees thousands of inodes; every
 # log file and directory that a bench started right after creates then costs up to 15 times more,
 # which made the second and third of three back-to-back `make bench` runs markedly slower. The
-# worker's log root is a top directory (dsched_worker/topdir.py), which keeps other programs'
-# deletions away from its files, but ext4 picks the block group of a day's log directory from a
-# hash of its name: benches run on the same day put their logs in the same groups, so the last
-# bench's removal is what matters. Measured here (1,000 files created after 3,000 were removed):
-# 36 s after the removal 185 us per file, 70 s after 35 us. So a bench notes when it removed its
-# data (STAMP's modification time) and the next one waits until SETTLE_S have passed before
-# measuring.
+# worker's log root is a top directory and each day's directory under it is made under a scratch
+# name, so that ext4 places it in a block group of its own (dsched_worker/topdir.py): a bench's
+# logs no longer land where the last bench's removed ones were. The rest of a data directory (the
+# master's database, the working directories' roots) still shares its parent's group, and a
+# removal costs others as well: measured here (1,000 files created after 3,000 were removed in
+# their group) 36 s after the removal 185 us per file, 70 s after 35 us. So a bench notes when it
+# removed its data (STAMP's modification time) and the next one waits until SETTLE_S have passed
+# before measuring.
 SETTLE_S = 75.0
 STAMP = Path(tempfile.gettempdir()) / "dsched-bench-data-removed"
 # Servers of a bench never call themselves BUSY for the machine's CPU: the bench loads the machine

@@ -6,7 +6,9 @@ The layout is :mod:`dsched_worker.logs`'s (``<yyyymmdd>/.../<wi>-<ti>.log``, ear
 instance ids). A log file is created on or after its day directory's date, so
 only day directories dated before the cutoff can hold a file older than it: a sweep walks those
 alone, whatever the history. A file written since the cutoff (a long instance's late task) stays,
-and so does the log of an attempt running here. Empty directories are removed bottom-up.
+and so does the log of an attempt running here. Empty directories are removed bottom-up, and so is
+an empty scratch directory older than the cutoff (a day's directory is made under a scratch name,
+then renamed: :func:`dsched_worker.topdir.make_below_top`; a worker killed in between leaves one).
 
 Runs in a thread (a day of logs can be a hundred thousand files); it only unlinks, so it never
 blocks the event loop.
@@ -23,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from dsched_worker.logs import INDEX_DIR, same_file, task_instance_of
+from dsched_worker.topdir import SCRATCH_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +48,14 @@ def expire_logs(root: Path, *, older_than: float, now: float, live: Container[in
     index = root / INDEX_DIR
     files = size = 0
     try:
-        days = [d for d in root.iterdir() if d.name.isdigit() and d.name < cutoff_day]
+        entries = list(root.iterdir())
     except OSError:
         return Expired()
+    days = [d for d in entries if d.name.isdigit() and d.name < cutoff_day]
+    for scratch in (d for d in entries if d.name.startswith(SCRATCH_PREFIX)):
+        with contextlib.suppress(OSError):  # gone, not empty or not old: left alone
+            if scratch.stat().st_mtime < cutoff:
+                scratch.rmdir()
     # A day directory named like today's cutoff day may hold older files too: walk it as well.
     days += [d for d in [root / cutoff_day] if d.is_dir()]
     for day in days:

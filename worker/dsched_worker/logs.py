@@ -47,6 +47,7 @@ from datetime import UTC
 from pathlib import Path
 
 from dsched_server.protocol.execution import TaskExecution
+from dsched_worker.topdir import make_below_top
 
 log = logging.getLogger(__name__)
 
@@ -292,13 +293,12 @@ class LogStore:
         self.failure = None
         return fd, size
 
-    @staticmethod
-    def _write_new(path: Path, data: bytes) -> tuple[int, int]:
+    def _write_new(self, path: Path, data: bytes) -> tuple[int, int]:
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
         try:
             fd = os.open(path, flags, 0o644)
         except FileNotFoundError:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_below_top(self.root, path.parent)  # the day's directory: see dsched_worker.topdir
             fd = os.open(path, flags, 0o644)
         try:
             view = memoryview(data)

@@ -16,14 +16,26 @@ allocator places their subdirectories (a day's logs, an instance's working direc
 groups of their own, chosen for free inodes and space, away from the churn of unrelated programs.
 The flag changes only where *new* subdirectories go; nothing moves. On other file systems (XFS,
 Btrfs, tmpfs, overlayfs) the request is refused or ignored and nothing changes.
+
+Orlov picks a top directory's group from a hash of its *name* (fs/ext4/ialloc.c,
+``find_group_orlov``). A day's log directory has the same name in every data directory on the
+machine, so every worker, test run and bench of the day put their logs in the same group, and one
+that removed its data directory slowed the next one's every log file for minutes (the window is
+60 s from the deletion, 360 s while the inode table block stays dirty, which new files in the same
+block keep it). :func:`make_below_top` therefore makes such a directory under a unique scratch
+name and renames it into place: the group follows the scratch name, so it differs per data
+directory, and the rename moves no inode.
 """
 
 from __future__ import annotations
 
 import array
+import contextlib
 import fcntl
+import itertools
 import logging
 import os
+import secrets
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -32,6 +44,9 @@ log = logging.getLogger(__name__)
 FS_IOC_GETFLAGS = 0x80086601
 FS_IOC_SETFLAGS = 0x40086602
 FS_TOPDIR_FL = 0x00020000
+SCRATCH_PREFIX = ".new-"  # a directory being made below a top directory (see make_below_top)
+
+_scratch = itertools.count()
 
 
 def mark_top(directory: Path) -> bool:
@@ -74,3 +89,26 @@ def _flags(fd: int) -> int:
     flags = array.array("i", [0])
     fcntl.ioctl(fd, FS_IOC_GETFLAGS, flags, True)
     return flags[0]
+
+
+def make_below_top(top: Path, directory: Path) -> None:
+    """Makes ``directory`` and its missing parents, where ``directory`` lies below ``top``; the
+    one directly below ``top``, if missing, is made under a scratch name and renamed into place
+    (see the module). Any thread; another thread or process making the same directory at the
+    same time is no error. Raises OSError as :meth:`Path.mkdir` does."""
+    relative = directory.relative_to(top)
+    first = top / relative.parts[0]
+    if not first.is_dir():
+        scratch = top / f"{SCRATCH_PREFIX}{os.getpid()}-{next(_scratch)}-{secrets.token_hex(4)}"
+        top.mkdir(parents=True, exist_ok=True)
+        scratch.mkdir()
+        try:
+            # Replaces an empty directory another thread made meanwhile (the paths stay the
+            # same for everyone) and fails on one already in use.
+            os.rename(scratch, first)
+        except OSError:
+            with contextlib.suppress(OSError):
+                scratch.rmdir()
+            if not first.is_dir():
+                raise
+    directory.mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,7 @@ from typing import Any
 from dsched_server.protocol.event import TaskEventType
 from dsched_server.protocol.execution import TaskExecution
 from dsched_worker.log_expiry import DAY_S, expire_logs
+from dsched_worker.topdir import SCRATCH_PREFIX
 from dsched_worker.workdirs import POOL
 
 SUCCEEDED, FAILED = TaskEventType.SUCCEEDED, TaskEventType.FAILED
@@ -134,6 +135,11 @@ async def test_logs_past_retention_go_with_their_index_links(harness, gate):
     earlier.write_text("earlier\n")
     os.link(earlier, index / "900.log")
     os.utime(earlier, (long_ago, long_ago))
+    # Scratch directories of days being made (make_below_top), left by a worker killed meanwhile.
+    stale, fresh = root / f"{SCRATCH_PREFIX}1-0-aa", root / f"{SCRATCH_PREFIX}1-1-bb"
+    for scratch in (stale, fresh):
+        scratch.mkdir()
+    os.utime(stale, (long_ago, long_ago))
 
     expired = await asyncio.to_thread(
         expire_logs,
@@ -149,6 +155,7 @@ async def test_logs_past_retention_go_with_their_index_links(harness, gate):
     assert not os.path.lexists(index / "900.log") and not earlier.parent.parent.exists()
     assert live_log.exists() and os.path.samefile(index / f"{live.task_instance_id}.log", live_log)
     assert recent.exists()
+    assert not stale.exists() and fresh.is_dir()
     g.open()
     assert (await harness.master.wait_terminal(live.task_instance_id)).type is SUCCEEDED
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
+import shutil
+import threading
 from pathlib import Path
 
-from dsched_worker.topdir import is_top, mark_top
+import pytest
+
+from dsched_worker.topdir import is_top, make_below_top, mark_top
 from tests.bench.common import fs_type
 
 EXT = ("ext2", "ext3", "ext4")
@@ -39,3 +44,62 @@ def test_a_path_that_cannot_be_a_directory_is_reported_not_raised(tmp_path) -> N
 
     assert mark_top(tmp_path / "exec") is False
     assert mark_top(tmp_path / "exec" / "below") is False
+
+
+def test_a_directory_below_a_top_is_made_with_its_parents_and_no_scratch_left(tmp_path) -> None:
+    top = tmp_path / "logs"
+    target = top / "20261129" / "7" / "1"
+
+    make_below_top(top, target)
+    make_below_top(top, target)  # there already: nothing to do
+    make_below_top(top, top / "20261129" / "8" / "1")  # the day is there: only the rest is made
+
+    assert target.is_dir() and (top / "20261129" / "8" / "1").is_dir()
+    assert sorted(p.name for p in top.iterdir()) == ["20261129"]
+
+
+def test_threads_making_the_same_day_at_once_all_succeed_and_keep_each_others_work(
+    tmp_path,
+) -> None:
+    top = tmp_path / "logs"
+    top.mkdir()
+    barrier = threading.Barrier(8)
+
+    def make(i: int) -> None:
+        barrier.wait()
+        make_below_top(top, top / "20261129" / str(i))
+        (top / "20261129" / str(i) / "f.log").write_text("x")
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(make, range(8)))
+
+    assert sorted(p.name for p in top.iterdir()) == ["20261129"]
+    assert all((top / "20261129" / str(i) / "f.log").read_text() == "x" for i in range(8))
+
+
+def test_a_day_made_again_after_a_removal_is_not_placed_where_the_removed_one_was(
+    tmp_path,
+) -> None:
+    # ext4 places a top directory's child by a hash of its name: a day made after another data
+    # directory's day of the same name was removed lands in the same block group every time (in
+    # the group of the freed inodes, which ext4 without a journal then skips one by one). Made
+    # under scratch names, the days spread. An inode number tells its group; statvfs gives the
+    # number of groups (a block bitmap of one block covers 8 x block size blocks), and the
+    # flex group (16 groups) absorbs the rounding.
+    if fs_type(str(tmp_path)) not in EXT:
+        return  # another file system places directories its own way: nothing to compare
+    sv = os.statvfs(tmp_path)
+    per_flex_group = 16 * sv.f_files // -(-sv.f_blocks // (8 * sv.f_bsize))
+    groups = set()
+    for i in range(6):
+        top = tmp_path / f"data{i}" / "logs"
+        mark_top(top)
+        make_below_top(top, top / "20261129")
+        groups.add((top / "20261129").stat().st_ino // per_flex_group)
+        shutil.rmtree(top.parent)
+    assert len(groups) > 1
+
+
+def test_a_path_outside_the_top_is_refused(tmp_path) -> None:
+    with pytest.raises(ValueError):
+        make_below_top(tmp_path / "logs", tmp_path / "elsewhere")
