@@ -86,10 +86,10 @@ class TaskLog:
     ``size`` counts the bytes in the file; ``finished`` turns true after the last byte is written.
 
     A log registered by :meth:`LogStore.defer` has no file yet: :meth:`make` writes its header and
-    links it into the index, from any thread (the spawning thread does it right before it starts
-    the attempt's process: the inode allocation is the costliest file system call a dispatch makes,
-    and it then runs beside the event loop instead of on it). Whatever touches the file on the loop
-    first (a note, a reader, the end) makes it there instead.
+    links it into the index, from any thread (the spawn does it right before it starts the
+    attempt's process: the inode allocation is the costliest file system call a dispatch makes,
+    and accepting a dispatch stays cheap without it). Whatever touches the file first (a note, a
+    reader, the end) makes it instead.
     """
 
     def __init__(

@@ -43,8 +43,9 @@ _GROUP = struct.Struct("<Id")  # pgid, the leader's start time
 
 class ProcessRecords:
     """The on-disk list of live task process groups of this worker's data directory.
-    :meth:`record` is called from the threads that spawn tasks (:mod:`dsched_worker.process`),
-    :meth:`forget` on the loop: a lock keeps their appends and a compaction apart."""
+    :meth:`record` is called right after a spawn (:mod:`dsched_worker.process`), :meth:`forget`
+    once a group is gone, both on the loop; a lock keeps their appends and a compaction apart
+    all the same, should a caller run in another thread."""
 
     def __init__(self, directory: Path) -> None:
         self._dir = directory

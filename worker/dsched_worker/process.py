@@ -4,15 +4,20 @@ Each task process starts in a new session (``start_new_session=True``), so it le
 group and every descendant that does not create its own session belongs to that group. This gives
 one handle (the pgid, equal to the leader's pid) to kill the whole tree.
 
-The process is spawned with :class:`subprocess.Popen` (the vfork path: no ``preexec_fn``) in a
-thread of the loop's default executor, not on the loop: ``Popen`` returns only once the child has
-exec'd bash (it reads a close-on-exec pipe to learn whether ``exec`` failed), and the exec, the
-working directory made before it and the read of the new process's start time after it (to record
-its group: :mod:`dsched_worker.orphans`) block for a good fraction of a millisecond, longer when
-the disk or the CPUs are busy; the GIL is released meanwhile, so the loop carries on with the
-other attempts. The spawning thread records the group right after the spawn, as the loop did
-before: no other code of the spawn runs between the two, so the window in which a worker killed
-with SIGKILL leaves a group nobody recorded stays as narrow as it was. The loop then watches two
+The process is spawned with :class:`subprocess.Popen` (the vfork path: no ``preexec_fn``) on the
+loop, and the group is recorded right after the spawn: no other code runs between the two, so the
+window in which a worker killed with SIGKILL leaves a group nobody recorded stays narrow. ``Popen``
+returns once the child has exec'd bash (it reads a close-on-exec pipe to learn whether ``exec``
+failed): the loop stands still for that, a few hundred microseconds. It did this in a thread of the
+loop's default executor for a while, so that the loop could carry on meanwhile; measured on the
+2-CPU virtual machine this project is developed on, that cost more than it saved: a spawn releases
+the GIL some twenty times (every system call of ``Popen``, the log file, the working directory),
+each release with the loop waiting is a hand-off between threads and a futex wake-up of the other
+CPU, and a 1,000-task fan-out spent 0.5-0.9 ms more worker CPU per task with the thread (2.0-3.0
+against 1.6-1.8 ms), at the same or a lower throughput, and a longer chain gap. The file system
+work of a spawn is cheap because it allocates next to nothing (the working directory comes from a
+pool, :mod:`dsched_worker.workdirs`; the log is one file, in a block group of its own:
+:mod:`dsched_worker.topdir`). The loop then watches two
 descriptors per process with plain reader callbacks: the
 output pipe and a pidfd that turns readable when the process exits, which then reaps it. asyncio's
 subprocess machinery did the same with a transport, a protocol, pipe transports, a child watcher
@@ -26,9 +31,9 @@ out of reach: its end of the pipe is abandoned after :data:`DRAIN_TIMEOUT_S`.
 
 A process may be given bytes on its stdin (``spawn(stdin=...)``: how a dsched child program receives
 its spec, :mod:`dsched_worker.tasks.child`; never in its arguments or environment, which other
-users of the host read in ``/proc/<pid>/cmdline`` and ``environ``). The spawning thread makes the
+users of the host read in ``/proc/<pid>/cmdline`` and ``environ``). The spawn makes the
 pipe as large as the payload (up to the system's ``pipe-max-size``, 1 MiB by default) and fills it
-before the spawn, so the common payload is written without the loop; whatever does not fit is
+before the spawn, so the common payload needs no writer callback; whatever does not fit is
 written by a loop writer callback as the process reads. The write end is closed once everything is
 written, so the process sees end-of-file; a process that exits without reading all of it ends the
 feeding (``EPIPE``), it does not fail the task.
@@ -66,7 +71,7 @@ OutputCallback = Callable[[bytes], None]
 
 class GroupRecords(Protocol):
     """Where running groups are recorded (:class:`dsched_worker.orphans.ProcessRecords`);
-    ``record`` is called from the spawning thread, ``forget`` on the loop."""
+    both are called on the loop."""
 
     def record(self, pgid: int) -> None: ...
 
@@ -179,19 +184,12 @@ class ProcessGroup:
         stdin: bytes | None = None,
     ) -> ProcessGroup:
         """Starts ``argv`` in a new session with stdout+stderr going to ``on_output`` (called on
-        the loop with each chunk), in a thread (see the module): ``prepare`` first (e.g. makes
-        ``cwd``; what it raises is raised here), and the group is recorded in ``records`` right
-        after the spawn (forgotten by :meth:`wait`). Its stdin is /dev/null, or a pipe that
-        delivers ``stdin`` and then end-of-file. Raises OSError if it cannot start."""
-        loop = asyncio.get_running_loop()
-        job = _Job(list(argv), cwd, dict(env), prepare, records, stdin)
-        started = loop.run_in_executor(None, _start, job)
-        try:
-            spawned = await asyncio.shield(started)
-        except asyncio.CancelledError:
-            # The thread carries on: whatever it starts must not outlive the cancelled attempt.
-            started.add_done_callback(lambda done: _abandon(done, records))
-            raise
+        the loop with each chunk): ``prepare`` first (e.g. makes ``cwd``; what it raises is
+        raised here), and the group is recorded in ``records`` right after the spawn (forgotten
+        by :meth:`wait`). Its stdin is /dev/null, or a pipe that delivers ``stdin`` and then
+        end-of-file. Raises OSError if it cannot start. A coroutine that does not wait today (see
+        the module): its callers need not change if a spawn waits again one day."""
+        spawned = _start(_Job(list(argv), cwd, dict(env), prepare, records, stdin))
         return cls(spawned.proc.pid, _Watch(spawned, on_output), records)
 
     @property
@@ -246,7 +244,7 @@ class ProcessGroup:
 
 @dataclass(frozen=True, slots=True)
 class _Job:
-    """What the spawning thread is asked to start."""
+    """What a spawn starts."""
 
     argv: list[str]
     cwd: Path
@@ -258,12 +256,12 @@ class _Job:
 
 @dataclass(frozen=True, slots=True)
 class _Spawned:
-    """What the spawning thread started: the process, the read end of its output pipe, and the
+    """What a spawn started: the process, the read end of its output pipe, and the
     write end of its input pipe with the part of the payload still to write (if any is)."""
 
     proc: subprocess.Popen[bytes]
     out_fd: int
-    # time.monotonic() right before the spawn: the task's start. Not after it: the parent thread
+    # time.monotonic() right before the spawn: the task's start. Not after it: the parent
     # may get the CPU back only after the new process has run (and printed) for a while.
     started: float
     in_fd: int | None = None
@@ -276,7 +274,7 @@ class _Spawned:
 
 
 def _start(job: _Job) -> _Spawned:
-    """In the spawning thread: starts the process (see :class:`_Spawned`)."""
+    """Starts the process (see :class:`_Spawned`)."""
     if job.prepare is not None:
         job.prepare()
     in_read, in_write, pending = _input_pipe(job.stdin)
@@ -343,17 +341,6 @@ def _close(*fds: int | None) -> None:
     for fd in fds:
         if fd is not None:
             os.close(fd)
-
-
-def _abandon(done: asyncio.Future[_Spawned], records: GroupRecords | None) -> None:
-    """On the loop: kills what a spawn whose caller was cancelled started, and reaps it in a
-    thread (a killed process exits at once, but the loop does not wait even for that)."""
-    if done.cancelled() or done.exception() is not None:
-        return
-    spawned = done.result()
-    _kill(spawned, records)
-    with contextlib.suppress(RuntimeError):  # the loop is closing: the process stays a zombie
-        asyncio.get_running_loop().run_in_executor(None, spawned.proc.wait)
 
 
 def _kill(spawned: _Spawned, records: GroupRecords | None) -> None:

@@ -22,10 +22,10 @@ kills the recorded groups at its start, as before the reaper existed. That worke
 reaper an earlier incarnation left (:func:`retire`, by the pid and start time in ``reaper.pid``),
 so that no old reaper reads the log once the new worker records its own groups in it.
 
-A window remains: between spawning a task and appending its group to the log the spawning thread
-runs no other code (:mod:`dsched_worker.process` records the group right after ``Popen``
-returns, in the same thread), but a worker killed in those microseconds leaves a group nobody
-recorded: neither the reaper nor the next start knows of it.
+A window remains: between spawning a task and appending its group to the log the worker runs no
+other code (:mod:`dsched_worker.process` records the group right after ``Popen`` returns), but a
+worker killed in those microseconds leaves a group nobody recorded: neither the reaper nor the next
+start knows of it.
 """
 
 from __future__ import annotations

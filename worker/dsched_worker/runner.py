@@ -140,7 +140,7 @@ class Runner:
         if queued:  # said in the header's write, not by opening the file again for a note
             header.append(f"waiting for a free slot ({self.slots} in use)")
         if self._logs.failure is None:
-            # The file is made where the attempt starts (the spawning thread), off the loop.
+            # The file is made when the attempt starts (right before its spawn), not now.
             task_log = self._logs.defer(execution, header)
         else:
             # The last log file could not be made (a full or read-only disk): until one can, each

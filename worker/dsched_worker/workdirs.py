@@ -8,24 +8,24 @@ also removes what an earlier incarnation left behind, but never the directory of
 runs here.
 
 The directory of an attempt that ended is removed in a thread, with the others that ended meanwhile
-and in the next :data:`GATHER_S` (one thread hop per burst): an empty one (what most tasks leave)
-is kept for a later attempt in ``<exec_root>/.pool`` (at most :data:`POOL_MAX`; beyond that it is
+and in the next :data:`GATHER_S` (one thread hop per burst): an empty one (what most tasks leave) is
+kept for a later attempt in ``<exec_root>/.pool`` (at most :data:`POOL_MAX`; beyond that it is
 removed), and so is its instance's directory once empty, a non-empty one is renamed into
 ``<exec_root>/.trash`` and the trash deleted (a task may have left a large tree).
-:meth:`WorkDirs.make` (called by the task type in the thread that spawns the task) renames a pooled
+:meth:`WorkDirs.make` (called by the task type on the loop, right before the spawn) renames a pooled
 directory to the attempt's path, and one to the instance's if it has none (each one-task run is an
-instance), and gives them the mode ``mkdir`` would, else makes them. A lock keeps the two threads
-apart: an instance's directory found empty stays empty until it is moved. Why a pool: making and
-removing a directory per attempt allocates and frees an inode each time, and ext4 without a journal
-(this development machine's disk) skips every inode freed in the last minute or more when it
+instance), and gives them the mode ``mkdir`` would, else makes them. A lock keeps it and the removal
+thread apart: an instance's directory found empty stays empty until it is moved. Why a pool: making
+and removing a directory per attempt allocates and frees an inode each time, and ext4 without a
+journal (this development machine's disk) skips every inode freed in the last minute or more when it
 allocates one, reading its inode table block each time (``find_inode_bit`` and ``recently_deleted``
-in fs/ext4/ialloc.c): an ``mkdir`` + ``rmdir`` per attempt cost 170 us and made every other file
-the worker created (the logs) slower the more attempts had ended lately, where two renames cost 26
-us. These are file system metadata operations, which also wait on the journal when a disk has one
-and is busy; on the event loop they stalled everything else the process does. The sweep renames
-into the trash on the loop. The instance's directory goes when its last attempt's does; the sweep's
-removal (an ``rmdir``, on the loop) can slip between making it and placing the attempt's in it:
-then it is made again.
+in fs/ext4/ialloc.c): an ``mkdir`` + ``rmdir`` per attempt cost 170 us and made every other file the
+worker created (the logs) slower the more attempts had ended lately, where two renames cost 26 us.
+These are file system metadata operations, which also wait on the journal when a disk has one and is
+busy; on the event loop they stalled everything else the process does. The sweep renames into the
+trash on the loop. The instance's directory goes when its last attempt's does; the sweep's removal
+(an ``rmdir``, on the loop) can slip between making it and placing the attempt's in it: then it is
+made again.
 """
 
 from __future__ import annotations
@@ -74,8 +74,8 @@ class WorkDirs:
         self._clock = clock
         self._trash = root / TRASH
         self._pool_dir = root / POOL
-        # Empty directories in the pool, ready to be renamed to an attempt's path. Taken by the
-        # spawning threads and filled by the removal thread: deque's append and popleft are atomic.
+        # Empty directories in the pool, ready to be renamed to an attempt's path. Taken by spawns
+        # (on the loop) and filled by the removal thread: deque's append and popleft are atomic.
         self._pool: collections.deque[Path] = collections.deque()
         self._pool_names = itertools.count()
         self._pool_ready = False  # what an earlier incarnation left in the pool went to the trash
@@ -93,9 +93,9 @@ class WorkDirs:
         return work_dir(self.root, execution)
 
     def make(self, path: Path) -> None:
-        """In the spawning thread: makes the attempt's directory ``path`` and, for the instance's
-        first attempt here, the instance's, each an empty one from the pool if there is one (see
-        the module). Raises OSError if it cannot."""
+        """Right before the attempt's spawn: makes the attempt's directory ``path`` and, for the
+        instance's first attempt here, the instance's, each an empty one from the pool if there is
+        one (see the module). Raises OSError if it cannot."""
         with self._placing:  # the removal thread pools an instance's directory only if empty
             if not os.path.isdir(path.parent):
                 self._place(path.parent)

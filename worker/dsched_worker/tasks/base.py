@@ -28,7 +28,7 @@ class OutputSink(Protocol):
 
     def make(self) -> None:
         """Makes the log's file if that was deferred (:meth:`dsched_worker.logs.TaskLog.make`):
-        called in the spawning thread right before the process starts; raises OSError."""
+        called right before the process starts; raises OSError."""
         ...
 
 

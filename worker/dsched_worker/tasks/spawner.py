@@ -6,7 +6,7 @@ first, bytes for the process's stdin) and where the output goes; :class:`Spawner
 ``<exec_root>/<workflow_instance_id>/<task_instance_id>`` (:mod:`dsched_worker.workdirs`), builds
 the environment (:mod:`dsched_worker.tasks.environment`: an allow-list of the worker's variables,
 the task's parameters, dsched's identities), writes the file and starts the process in its own
-group in the spawning thread (:mod:`dsched_worker.process`), and turns the operating system's
+group (:mod:`dsched_worker.process`), and turns the operating system's
 refusals into a :class:`SpawnError` that fails the attempt with its reason while the worker
 carries on.
 """
@@ -78,7 +78,7 @@ class Spawner:
         cwd = self.work_dir(execution)
         file = launch.file
 
-        def prepare() -> None:  # in the spawning thread: file system work stays off the loop
+        def prepare() -> None:  # right before the spawn, so that a failure fails the spawn
             try:
                 output.make()
             except OSError as exc:
