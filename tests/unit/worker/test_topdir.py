@@ -6,11 +6,13 @@ import concurrent.futures
 import os
 import shutil
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from dsched_worker.topdir import is_top, make_below_top, mark_top
+from dsched_worker.topdir import SCRATCH_PREFIX, is_top, make_below_top, mark_top
 from tests.bench.common import fs_type
 
 EXT = ("ext2", "ext3", "ext4")
@@ -77,27 +79,55 @@ def test_threads_making_the_same_day_at_once_all_succeed_and_keep_each_others_wo
     assert all((top / "20261129" / str(i) / "f.log").read_text() == "x" for i in range(8))
 
 
-def test_a_day_made_again_after_a_removal_is_not_placed_where_the_removed_one_was(
-    tmp_path,
+def test_the_day_is_made_under_a_scratch_name_then_renamed_into_place(
+    tmp_path, monkeypatch
 ) -> None:
-    # ext4 places a top directory's child by a hash of its name: a day made after another data
-    # directory's day of the same name was removed lands in the same block group every time (in
-    # the group of the freed inodes, which ext4 without a journal then skips one by one). Made
-    # under scratch names, the days spread. An inode number tells its group; statvfs gives the
-    # number of groups (a block bitmap of one block covers 8 x block size blocks), and the
-    # flex group (16 groups) absorbs the rounding.
+    made: list[str] = []
+    real_mkdir = os.mkdir
+
+    def mkdir(path: Any, mode: int = 0o777, *args: Any, **kwargs: Any) -> None:
+        made.append(os.fspath(path))
+        real_mkdir(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    top = tmp_path / "logs"
+    top.mkdir()
+
+    make_below_top(top, top / "20261129" / "7")
+
+    scratch = [p for p in made if Path(p).name.startswith(SCRATCH_PREFIX)]
+    assert len(scratch) == 1 and Path(scratch[0]).parent == top  # the day's inode, made there
+    assert str(top / "20261129") not in made  # never made under its own name
+    assert (top / "20261129" / "7").is_dir() and not Path(scratch[0]).exists()
+
+
+def test_a_day_made_again_after_a_removal_is_not_held_to_the_removed_ones_group(tmp_path) -> None:
+    # ext4 places a top directory's child by a hash of its name: made after another data
+    # directory's day of the same name was removed, it lands in the same block group every time
+    # (among the freed inodes, which ext4 without a journal then skips one by one). Orlov takes the
+    # group with the fewest directories, the first such from the hashed start: made under scratch
+    # names, the days spread over the groups that tie for fewest. Where one group alone has the
+    # fewest, every day goes there whatever its name: then the two ways agree. An inode number
+    # tells its group; statvfs gives the number of groups (a block bitmap of one block covers
+    # 8 x block size blocks), and the flex group (16 groups) absorbs the rounding.
     if fs_type(str(tmp_path)) not in EXT:
         return  # another file system places directories its own way: nothing to compare
     sv = os.statvfs(tmp_path)
     per_flex_group = 16 * sv.f_files // -(-sv.f_blocks // (8 * sv.f_bsize))
-    groups = set()
-    for i in range(6):
-        top = tmp_path / f"data{i}" / "logs"
-        mark_top(top)
-        make_below_top(top, top / "20261129")
-        groups.add((top / "20261129").stat().st_ino // per_flex_group)
-        shutil.rmtree(top.parent)
-    assert len(groups) > 1
+
+    def groups(make: Callable[[Path, Path], None]) -> set[int]:
+        found = set()
+        for i in range(12):
+            top = tmp_path / f"data{i}" / "logs"
+            mark_top(top)
+            make(top, top / "20261129")
+            found.add((top / "20261129").stat().st_ino // per_flex_group)
+            shutil.rmtree(top.parent)
+        return found
+
+    plain = groups(lambda _top, day: day.mkdir())
+    scratch = groups(make_below_top)
+    assert len(scratch) > 1 or scratch == plain, (plain, scratch)
 
 
 def test_a_path_outside_the_top_is_refused(tmp_path) -> None:
