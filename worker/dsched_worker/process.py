@@ -14,20 +14,19 @@ loop's default executor for a while, so that the loop could carry on meanwhile; 
 the GIL some twenty times (every system call of ``Popen``, the log file, the working directory),
 each release with the loop waiting is a hand-off between threads and a futex wake-up of the other
 CPU, and a 1,000-task fan-out spent 0.5-0.9 ms more worker CPU per task with the thread (2.0-3.0
-against 1.6-1.8 ms), at the same or a lower throughput, and a longer chain gap. The file system
-work of a spawn is cheap because it allocates next to nothing (the working directory comes from a
-pool, :mod:`dsched_worker.workdirs`; the log is one file, in a block group of its own:
-:mod:`dsched_worker.topdir`). The loop then watches two
-descriptors per process with plain reader callbacks: the
-output pipe and a pidfd that turns readable when the process exits, which then reaps it. asyncio's
-subprocess machinery did the same with a transport, a protocol, pipe transports, a child watcher
-and a task per spawn, a good part of a short task's cost on the worker. Waiting for the pipe to
-close would not do: it closes only once every holder of its write end is gone, and a background
-grandchild (``sleep 1000 &``) that inherited stdout keeps them open long after the script exited. So
-:meth:`ProcessGroup.wait` waits for the *leader's* exit, then SIGKILLs whatever is left in its
-group. The task is over when its main process is; leftover children would otherwise hold the pipe,
-hang the attempt and keep running unsupervised. A descendant that escaped into its own session is
-out of reach: its end of the pipe is abandoned after :data:`DRAIN_TIMEOUT_S`.
+against 1.6-1.8 ms), at the same or a lower throughput, and a longer chain gap. The file system work
+of a spawn is cheap because it allocates next to nothing (the working directory comes from a pool,
+:mod:`dsched_worker.workdirs`; the log is one file, in a block group of its own:
+:mod:`dsched_worker.topdir`). The loop then watches two descriptors per process with plain reader
+callbacks: the output pipe and a pidfd that turns readable when the process exits, which then reaps
+it. asyncio's subprocess machinery did the same with a transport, a protocol, pipe transports, a
+child watcher and a task per spawn, a good part of a short task's cost on the worker. Waiting for
+the pipe to close would not do: it closes only once every holder of its write end is gone, and a
+background grandchild (``sleep 1000 &``) that inherited stdout keeps them open long after the script
+exited. So :meth:`ProcessGroup.wait` waits for the *leader's* exit, then SIGKILLs whatever is left
+in its group. The task is over when its main process is; leftover children would otherwise hold the
+pipe, hang the attempt and keep running unsupervised. A descendant that escaped into its own session
+is out of reach: its end of the pipe is abandoned after :data:`DRAIN_TIMEOUT_S`.
 
 A process may be given bytes on its stdin (``spawn(stdin=...)``: how a dsched child program receives
 its spec, :mod:`dsched_worker.tasks.child`; never in its arguments or environment, which other
