@@ -96,8 +96,11 @@ def make_below_top(top: Path, directory: Path) -> None:
     one directly below ``top``, if missing, is made under a scratch name and renamed into place
     (see the module). Any thread; another thread or process making the same directory at the
     same time is no error. Raises OSError as :meth:`Path.mkdir` does."""
-    relative = directory.relative_to(top)
-    first = top / relative.parts[0]
+    parts = directory.relative_to(top).parts
+    if not parts:  # the top itself: nothing below it to place
+        top.mkdir(parents=True, exist_ok=True)
+        return
+    first = top / parts[0]
     if not first.is_dir():
         scratch = top / f"{SCRATCH_PREFIX}{os.getpid()}-{next(_scratch)}-{secrets.token_hex(4)}"
         top.mkdir(parents=True, exist_ok=True)

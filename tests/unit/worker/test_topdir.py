@@ -130,6 +130,14 @@ def test_a_day_made_again_after_a_removal_is_not_held_to_the_removed_ones_group(
     assert len(scratch) > 1 or scratch == plain, (plain, scratch)
 
 
+def test_the_top_itself_is_made_as_mkdir_would(tmp_path) -> None:
+    top = tmp_path / "data" / "logs"
+
+    make_below_top(top, top)
+
+    assert top.is_dir() and list(top.iterdir()) == []
+
+
 def test_a_path_outside_the_top_is_refused(tmp_path) -> None:
     with pytest.raises(ValueError):
         make_below_top(tmp_path / "logs", tmp_path / "elsewhere")
