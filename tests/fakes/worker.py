@@ -66,6 +66,7 @@ class Mode(StrEnum):
 
     ACCEPT = "ACCEPT"
     FULL = "FULL"  # answers, accepting nothing (REJECTED_FULL)
+    FULL_HELD = "FULL_HELD"  # as FULL, but answers only when the test calls release()
     REFUSE = "REFUSE"  # refuses the request itself (INVALID_ARGUMENT)
     UNREACHABLE = "UNREACHABLE"  # no answer: the outcome is unknown to the master
     HOLD = "HOLD"  # accepts, but answers only when the test calls release()
@@ -160,7 +161,7 @@ class FakeWorker:
         await self.workers.wait_for(lambda: len(self.attempts) == count)
 
     def release(self) -> None:
-        """Lets the dispatches held in :attr:`Mode.HOLD` answer."""
+        """Lets the dispatches held in :attr:`Mode.HOLD` and :attr:`Mode.FULL_HELD` answer."""
         self._held.set()
 
     def attempt(self, task_name: str) -> FakeAttempt:
@@ -222,7 +223,9 @@ class FakeWorker:
             s.task_instance_id <= 0 or s.attempt <= 0 for s in specs
         ):
             raise RequestRefused(self.address, "INVALID_ARGUMENT", "fake: refused")
-        if self.mode is Mode.FULL:
+        if self.mode in (Mode.FULL, Mode.FULL_HELD):
+            if self.mode is Mode.FULL_HELD:
+                await self._held.wait()
             return DispatchReply(
                 self.epoch,
                 [Dispatch(outcome=DispatchOutcome.REJECTED_FULL, reason="full")] * len(specs),

@@ -43,6 +43,8 @@ _EVENT_STATE = {
     TaskEventType.FAILED: TaskState.FAILED,
     TaskEventType.KILLED: TaskState.KILLED,
 }
+# The shortest wait before a dispatch timeout that found a send under way looks again.
+RECHECK_MIN_S = 0.05
 _BEFORE_RUNNING = frozenset({TaskState.SUBMITTED, TaskState.DISPATCHED})
 _BEFORE_END = frozenset({TaskState.SUBMITTED, TaskState.DISPATCHED, TaskState.RUNNING})
 
@@ -283,8 +285,11 @@ class _Messages(Decider):
         if track is None or track.state is not TaskState.SUBMITTED or track.job is None:
             return  # a worker took it (or it was superseded) in time
         if track.job.sent:
-            # A send is under way and may be accepted: look again once its outcome is known.
-            self.fx.timer(DISPATCH_TIMEOUT_S, AttemptCheck(Check.DISPATCH, ti_id))
+            # A send is under way and may be accepted: look again after the run's own timeout
+            # (at least RECHECK_MIN_S, at most the send's bound). Not after the send's bound
+            # alone: a 100 ms timeout that met a send rejected a moment later waited 10 s more.
+            again = min(DISPATCH_TIMEOUT_S, max(self.dispatch_timeout(), RECHECK_MIN_S))
+            self.fx.timer(again, AttemptCheck(Check.DISPATCH, ti_id))
             return
         track.job.cancelled = True
         waited = track.job.waiting_reason.removeprefix("waiting for a worker: ")

@@ -8,6 +8,7 @@ a (task instance, attempt) pair; :func:`ran_once` checks that each went to exact
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from dataclasses import replace
 from datetime import timedelta
@@ -15,6 +16,7 @@ from datetime import timedelta
 from dsched.states import TaskState, WorkflowState
 from dsched_server.core.controls import ControlKind
 from dsched_server.core.records import TaskInstanceRecord
+from dsched_server.engine.dispatcher import DISPATCH_TIMEOUT_S
 from dsched_server.protocol.ack import AckDecision
 from dsched_server.protocol.event import TaskEventType
 from dsched_server.store.instances import get_instance
@@ -283,6 +285,27 @@ async def test_the_dispatch_timeout_also_fails_an_attempt_every_worker_rejects(
     assert (await engine.until(instance_id)).state is WorkflowState.FAILED
     [attempt] = await engine.attempts(instance_id)
     assert attempt.state is TaskState.FAILED
+    assert "no worker took it within the dispatch timeout" in attempt.state_reason
+    assert full.attempts == {}
+
+
+async def test_a_dispatch_timeout_that_meets_a_send_under_way_fails_soon_after_its_rejection(
+    engine: Engine,
+) -> None:
+    # The timeout fires while the worker has not answered yet: the attempt may still be
+    # accepted, so it is looked at again, after the run's own timeout, not the send's 10 s.
+    full = await engine.workers.add(mode=Mode.FULL_HELD)
+    instance_id = await engine.start_run(
+        workflow(task("a")), dispatch_timeout=timedelta(milliseconds=100)
+    )
+    await asyncio.sleep(0.3)  # the timeout passes while the dispatch waits for its answer
+    assert [c.method for c in engine.workers.calls] == ["dispatch"]
+
+    full.release()  # rejected
+    released = time.monotonic()
+    assert (await engine.until(instance_id)).state is WorkflowState.FAILED
+    assert time.monotonic() - released < DISPATCH_TIMEOUT_S / 2
+    [attempt] = await engine.attempts(instance_id)
     assert "no worker took it within the dispatch timeout" in attempt.state_reason
     assert full.attempts == {}
 
