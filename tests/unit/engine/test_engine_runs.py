@@ -278,15 +278,8 @@ async def test_the_dispatch_timeout_fails_an_attempt_no_worker_took(engine: Engi
 async def test_the_dispatch_timeout_also_fails_an_attempt_every_worker_rejects(
     engine: Engine,
 ) -> None:
-    full = await engine.workers.add(mode=Mode.FULL)
-    instance_id = await engine.start_run(
-        workflow(task("a")), dispatch_timeout=timedelta(milliseconds=100)
-    )
-    assert (await engine.until(instance_id)).state is WorkflowState.FAILED
-    [attempt] = await engine.attempts(instance_id)
-    assert attempt.state is TaskState.FAILED
-    assert "no worker took it within the dispatch timeout" in attempt.state_reason
-    assert full.attempts == {}
+    full, instance_id = await _run_with_a_100_ms_dispatch_timeout(engine, Mode.FULL)
+    await _failed_for_want_of_a_worker(engine, instance_id, full)
 
 
 async def test_a_dispatch_timeout_that_meets_a_send_under_way_fails_soon_after_its_rejection(
@@ -294,20 +287,33 @@ async def test_a_dispatch_timeout_that_meets_a_send_under_way_fails_soon_after_i
 ) -> None:
     # The timeout fires while the worker has not answered yet: the attempt may still be
     # accepted, so it is looked at again, after the run's own timeout, not the send's 10 s.
-    full = await engine.workers.add(mode=Mode.FULL_HELD)
-    instance_id = await engine.start_run(
-        workflow(task("a")), dispatch_timeout=timedelta(milliseconds=100)
-    )
+    full, instance_id = await _run_with_a_100_ms_dispatch_timeout(engine, Mode.FULL_HELD)
     await asyncio.sleep(0.3)  # the timeout passes while the dispatch waits for its answer
     assert [c.method for c in engine.workers.calls] == ["dispatch"]
 
     full.release()  # rejected
     released = time.monotonic()
-    assert (await engine.until(instance_id)).state is WorkflowState.FAILED
+    await _failed_for_want_of_a_worker(engine, instance_id, full)
     assert time.monotonic() - released < DISPATCH_TIMEOUT_S / 2
+
+
+async def _run_with_a_100_ms_dispatch_timeout(engine: Engine, mode: Mode) -> tuple[FakeWorker, int]:
+    """One worker answering dispatches as ``mode`` says, and a one-task run started."""
+    worker = await engine.workers.add(mode=mode)
+    instance_id = await engine.start_run(
+        workflow(task("a")), dispatch_timeout=timedelta(milliseconds=100)
+    )
+    return worker, instance_id
+
+
+async def _failed_for_want_of_a_worker(
+    engine: Engine, instance_id: int, worker: FakeWorker
+) -> None:
+    assert (await engine.until(instance_id)).state is WorkflowState.FAILED
     [attempt] = await engine.attempts(instance_id)
+    assert attempt.state is TaskState.FAILED
     assert "no worker took it within the dispatch timeout" in attempt.state_reason
-    assert full.attempts == {}
+    assert worker.attempts == {}
 
 
 async def test_a_worker_that_is_gone_has_its_attempt_run_again_elsewhere(engine: Engine) -> None:
